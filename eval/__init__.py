@@ -1,0 +1,1 @@
+"""STS and retrieval evaluation (installed as lwap.eval)."""

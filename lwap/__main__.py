@@ -1,0 +1,5 @@
+import sys
+
+from lwap.cli import main
+
+sys.exit(main())

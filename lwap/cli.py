@@ -1,0 +1,57 @@
+"""The `lwap` command: `lwap encode`, `lwap train`, `lwap eval`.
+
+Each subcommand lives in its own module with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
+heavy imports happen inside `run`, so `lwap --help` is instant. A user error (`LwapError`) becomes one
+line on stderr and exit code 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from lwap.errors import LwapError
+
+SUBCOMMANDS = {
+    "encode": "lwap.encode_cli",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lwap", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {importlib.import_module('lwap').__version__}"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        sub = commands.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _quiet_libraries()
+    try:
+        return int(args.run(args) or 0)
+    except LwapError as error:
+        print(f"lwap {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"lwap {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _quiet_libraries() -> None:
+    """Hide the per-load 'Loading weights' bars and info logs of transformers; keep warnings."""
+    from transformers.utils import logging
+
+    logging.set_verbosity_warning()
+    logging.disable_progress_bar()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

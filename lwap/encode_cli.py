@@ -1,0 +1,48 @@
+"""Encode a text file (one sentence a line, or - for stdin) into a .npy of embeddings, row i = line i."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "encode sentences (one a line) into a .npy file"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "model", help="saved model folder, or a backbone id such as sentence-transformers/all-MiniLM-L6-v2"
+    )
+    parser.add_argument("--input", required=True, help="text file, one sentence a line; - reads stdin")
+    parser.add_argument("--output", required=True, help="where to write the float32 .npy (rows = lines)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
+    parser.add_argument(
+        "--precision", choices=("fp32", "bf16"), default="fp32", help="bf16 autocast on the CPU"
+    )
+    parser.add_argument("--max-seq-length", type=int, default=None, help="truncate longer inputs (tokens)")
+    parser.add_argument(
+        "--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lwap.encoding import encode_file
+    from lwap.errors import InputError
+    from lwap.model import load_model
+
+    if args.batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {args.batch_size}")
+    model = load_model(args.model, device=args.device)
+    if args.max_seq_length is not None:
+        model.max_seq_length = args.max_seq_length
+    rows = encode_file(
+        model,
+        args.input,
+        args.output,
+        batch_size=args.batch_size,
+        normalize=args.normalize,
+        precision=args.precision,
+        show_progress_bar=not args.no_progress,
+    )
+    print(f"wrote {rows} x {model.get_embedding_dimension()} embeddings to {args.output}")
+    return 0

@@ -1,0 +1,152 @@
+"""Encode sentences with input checks, and encode text files to `.npy` without holding them in memory.
+
+`SentenceTransformer.encode` does the work; this module adds what a command-line user needs around it:
+clear errors for non-string input, an empty result of the right width, bf16 on the CPU, and streaming
+of arbitrarily large files into a memory-mapped `.npy` (one row per input line, line order kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.lib.format import open_memmap
+from sentence_transformers import SentenceTransformer
+from tqdm.auto import tqdm
+
+from lwap.errors import DataError, InputError
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def check_sentences(sentences: Sequence[Any]) -> list[str]:
+    """Return `sentences` as a list of str; raise InputError naming the first bad index and its type."""
+    if isinstance(sentences, str):
+        return [sentences]
+    checked = list(sentences)
+    for index, sentence in enumerate(checked):
+        if not isinstance(sentence, str):
+            raise InputError(f"sentence {index} is {type(sentence).__name__}, expected str")
+    return checked
+
+
+def autocast(precision: str) -> contextlib.AbstractContextManager[Any]:
+    """bf16 autocast on the CPU (about 2× faster matmuls here), or nothing for fp32."""
+    if precision not in PRECISIONS:
+        raise InputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def encode(
+    model: SentenceTransformer,
+    sentences: Sequence[Any],
+    *,
+    batch_size: int = 64,
+    normalize: bool = False,
+    precision: str = "fp32",
+    show_progress_bar: bool = False,
+) -> np.ndarray:
+    """Embeddings as float32 array (n, dim); (0, dim) for an empty list."""
+    texts = check_sentences(sentences)
+    dim = model.get_embedding_dimension()
+    if not texts:
+        return np.zeros((0, dim), dtype=np.float32)
+    with autocast(precision):
+        embeddings = model.encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=normalize,
+            convert_to_numpy=True,
+            show_progress_bar=show_progress_bar,
+        )
+    return embeddings.astype(np.float32, copy=False)
+
+
+def _read_lines(path: Path, label: str) -> Iterator[str]:
+    """Lines without their end-of-line; decoded one by one so an error names the exact line."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as error:
+                raise DataError(f"{label}: line {number} is not valid UTF-8 ({error.reason})") from None
+
+
+def _count_lines(path: Path) -> int:
+    count, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+def encode_file(
+    model: SentenceTransformer,
+    input_path: str,
+    output_path: str,
+    *,
+    batch_size: int = 64,
+    normalize: bool = False,
+    precision: str = "fp32",
+    chunk_lines: int = 16384,
+    show_progress_bar: bool = True,
+) -> int:
+    """Encode one sentence per line of `input_path` ("-" = stdin) into `output_path` (.npy); return rows.
+
+    Memory stays bounded by `chunk_lines`: embeddings go straight into a memory-mapped `.npy`, written
+    under a temporary name and renamed when complete, so a crash never leaves a plausible result.
+    """
+    with contextlib.ExitStack() as stack:
+        if input_path == "-":
+            spool = stack.enter_context(tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False))
+            stack.callback(os.unlink, spool.name)
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+            spool.close()
+            source = Path(spool.name)
+        else:
+            source = Path(input_path)
+            if not source.is_file():
+                raise DataError(f"{input_path}: {'is a directory' if source.is_dir() else 'no such file'}")
+        total = _count_lines(source)
+        output = Path(output_path)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        partial = output.with_name(output.name + ".partial")
+        shape = (total, model.get_embedding_dimension())
+        rows = open_memmap(partial, mode="w+", dtype=np.float32, shape=shape)
+        bar = tqdm(total=total, unit="sent", disable=not show_progress_bar, desc="encode")
+        done, chunk = 0, []
+
+        def write_chunk() -> None:
+            nonlocal done, chunk
+            rows[done : done + len(chunk)] = encode(
+                model, chunk, batch_size=batch_size, normalize=normalize, precision=precision
+            )
+            done += len(chunk)
+            bar.update(len(chunk))
+            chunk = []
+
+        try:
+            for line in _read_lines(source, "<stdin>" if input_path == "-" else input_path):
+                chunk.append(line)
+                if len(chunk) == chunk_lines:
+                    write_chunk()
+            if chunk:
+                write_chunk()
+            rows.flush()
+        finally:
+            bar.close()
+            if done != total:
+                partial.unlink(missing_ok=True)
+        os.replace(partial, output)
+        return total

@@ -1,0 +1,36 @@
+"""User-facing error types.
+
+Every error a user can cause (a bad file, a bad config key, a missing model) derives from
+`LwapError`. The CLI turns it into one line on stderr and exit code 2; library callers can catch
+the specific subclass. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class LwapError(Exception):
+    """Base class of every error caused by user input, never by a bug in lwap."""
+
+
+class ConfigError(LwapError, ValueError):
+    """A training/eval config is malformed: unknown key, wrong type, impossible value."""
+
+
+class DataError(LwapError, ValueError):
+    """A data file is missing, empty or malformed (the message names file and line)."""
+
+
+class BackboneNotFoundError(LwapError, OSError):
+    """A backbone id or folder cannot be resolved to weights on this machine."""
+
+
+class ModelLoadError(LwapError, OSError):
+    """A saved model folder cannot be loaded (missing, incomplete, untrusted or not a model)."""
+
+
+class InputError(LwapError, TypeError):
+    """Input to `encode` has the wrong type (the message names the index and the type)."""
+
+
+class OutputExistsError(LwapError, FileExistsError):
+    """The output folder already holds a finished model and overwriting was not asked for."""

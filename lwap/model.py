@@ -1,0 +1,133 @@
+"""Build a SentenceTransformer with any of the compared poolers, and load saved models safely.
+
+Pipelines (all modules are sentence-transformers modules; lwap only adds what is missing):
+  lwap            Transformer(hidden states) → LayerwiseAttentionPooling
+  weighted        Transformer(hidden states) → WeightedLayerPooling(from layer 4) → Pooling(cls)
+  cls             Transformer → Pooling(cls) → TrainingOnlyMLP  (SimCSE: MLP in training only)
+  mean            Transformer → Pooling(mean)
+  first_last_avg  Transformer(hidden states) → LayerMean([1, L]) → Pooling(mean)
+  last2_avg       Transformer(hidden states) → LayerMean([L-1, L]) → Pooling(mean)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import (
+    Module,
+    Pooling,
+    Transformer,
+    WeightedLayerPooling,
+)
+
+from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone
+from lwap.errors import BackboneNotFoundError, ConfigError, ModelLoadError
+from lwap.poolers import LayerMean, TrainingOnlyMLP
+from lwap.pooling import SCORE_SCALES, LayerwiseAttentionPooling
+
+POOLINGS = ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
+_NEEDS_HIDDEN_STATES = {"lwap", "weighted", "first_last_avg", "last2_avg"}
+TRUSTED_MODULE_PREFIXES = ("sentence_transformers.", "lwap.")
+
+
+def build_model(
+    backbone: str = DEFAULT_BACKBONE,
+    pooling: str = "lwap",
+    *,
+    max_seq_length: int | None = None,
+    lwap_layers: list[int] | None = None,
+    score_scale: str = "num_layers",
+    weighted_layer_start: int = 4,
+    device: str | None = None,
+) -> SentenceTransformer:
+    """A fresh SentenceTransformer: `backbone` (hub id or folder) followed by the `pooling` head."""
+    if pooling not in POOLINGS:
+        raise ConfigError(f"unknown pooling {pooling!r}; valid poolings: {', '.join(POOLINGS)}")
+    if score_scale not in SCORE_SCALES:
+        raise ConfigError(f"unknown score_scale {score_scale!r}; valid: {', '.join(SCORE_SCALES)}")
+    source = resolve_backbone(backbone)
+    config_kwargs = {"output_hidden_states": True} if pooling in _NEEDS_HIDDEN_STATES else {}
+    try:
+        transformer = Transformer(source, config_kwargs=config_kwargs, max_seq_length=max_seq_length)
+    except OSError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise BackboneNotFoundError(f"could not load backbone {backbone!r}: {first_line}") from error
+    hidden = transformer.get_embedding_dimension()
+    num_layers = transformer.model.config.num_hidden_layers
+    heads = _pooling_head(pooling, hidden, num_layers, lwap_layers, score_scale, weighted_layer_start)
+    return SentenceTransformer(modules=[transformer, *heads], device=device)
+
+
+def _pooling_head(
+    pooling: str,
+    hidden: int,
+    num_layers: int,
+    lwap_layers: list[int] | None,
+    score_scale: str,
+    layer_start: int,
+) -> list[Module]:
+    if pooling == "lwap":
+        try:
+            return [LayerwiseAttentionPooling(hidden, num_layers + 1, lwap_layers, score_scale)]
+        except ValueError as error:
+            raise ConfigError(f"lwap_layers: {error}") from None
+    if pooling == "weighted":
+        if not 0 <= layer_start <= num_layers:
+            raise ConfigError(
+                f"weighted_layer_start must be in 0..{num_layers} for this backbone, got {layer_start}"
+            )
+        return [WeightedLayerPooling(hidden, num_layers, layer_start), Pooling(hidden, "cls")]
+    if pooling == "cls":
+        return [Pooling(hidden, "cls"), TrainingOnlyMLP(hidden)]
+    if pooling == "mean":
+        return [Pooling(hidden, "mean")]
+    layers = [1, num_layers] if pooling == "first_last_avg" else [num_layers - 1, num_layers]
+    return [LayerMean(layers), Pooling(hidden, "mean")]
+
+
+def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) -> SentenceTransformer:
+    """Load a saved lwap (or any sentence-transformers) model after checking which code it would import.
+
+    `trust_remote_code=True` is needed for lwap's own modules; this function grants it only after
+    checking that every class named in modules.json lives in lwap or sentence-transformers.
+    """
+    name = str(name_or_path)
+    path = Path(name).expanduser()
+    if not path.exists():
+        try:
+            path = Path(resolve_backbone(name, what="model"))
+        except BackboneNotFoundError as error:
+            raise ModelLoadError(str(error)) from None
+        if not path.exists():  # a hub id for online users: sentence-transformers checks what it downloads
+            return SentenceTransformer(name, device=device)
+    check_model_folder(path)
+    return SentenceTransformer(str(path), device=device, trust_remote_code=True, local_files_only=True)
+
+
+def check_model_folder(path: Path) -> None:
+    """Raise ModelLoadError unless `path` is a complete model folder that names only trusted modules."""
+    if not path.is_dir():
+        raise ModelLoadError(f"model path {str(path)!r} is not a folder")
+    modules_json = path / "modules.json"
+    if not modules_json.is_file():
+        raise ModelLoadError(f"{path} is not a sentence-transformers model folder (no modules.json)")
+    try:
+        entries = json.loads(modules_json.read_text(encoding="utf-8"))
+        types = [entry["type"] for entry in entries]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ModelLoadError(f"{modules_json}: malformed ({error})") from None
+    untrusted = [t for t in types if not t.startswith(TRUSTED_MODULE_PREFIXES)]
+    if untrusted:
+        raise ModelLoadError(
+            f"{modules_json} names module classes outside lwap and sentence-transformers: {untrusted}; "
+            "refusing to import them (load with SentenceTransformer(..., trust_remote_code=True) yourself "
+            "if you trust this folder)"
+        )
+
+
+def find_lwap(model: SentenceTransformer) -> LayerwiseAttentionPooling | None:
+    """The model's LWAP module, if it has one (for reading its layer-attention weights)."""
+    return next((m for m in model if isinstance(m, LayerwiseAttentionPooling)), None)

@@ -1,0 +1,42 @@
+"""Save/load for lwap's sentence-transformers modules: JSON config + safetensors, never pickle.
+
+Modules without parameters write only their config.
+
+`Module.load_torch_weights` falls back to `pytorch_model.bin` (a pickle) when no safetensors file is
+found; lwap's modules refuse that path instead, so a tampered folder cannot run code on load.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TypeVar
+
+from safetensors.torch import load_model, save_model
+from sentence_transformers.sentence_transformer.modules import Module
+
+from lwap.errors import ModelLoadError
+
+M = TypeVar("M", bound=Module)
+WEIGHTS_FILE = "model.safetensors"
+_HUB_KEYS = ("token", "cache_folder", "revision", "local_files_only")
+
+
+def save_module(module: Module, output_path: str) -> None:
+    module.save_config(output_path)
+    if any(True for _ in module.parameters()):
+        save_model(module, os.path.join(output_path, WEIGHTS_FILE))
+
+
+def load_module(cls: type[M], model_name_or_path: str, subfolder: str = "", **kwargs: Any) -> M:
+    hub_kwargs = {key: kwargs[key] for key in _HUB_KEYS if key in kwargs}
+    config = cls.load_config(model_name_or_path, subfolder=subfolder, **hub_kwargs)
+    module = cls(**config)
+    if not any(True for _ in module.parameters()):
+        return module
+    weights = cls.load_file_path(model_name_or_path, WEIGHTS_FILE, subfolder=subfolder, **hub_kwargs)
+    if weights is None:
+        raise ModelLoadError(
+            f"{model_name_or_path}/{subfolder}: no {WEIGHTS_FILE} (lwap loads safetensors only)"
+        )
+    load_model(module, weights, strict=True)
+    return module

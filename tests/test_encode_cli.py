@@ -1,0 +1,135 @@
+"""`lwap encode` and `lwap.encoding` on the tiny random BERT."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import SENTENCES
+
+from lwap import build_model
+from lwap.cli import main
+from lwap.encoding import encode
+from lwap.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def saved_lwap(tiny_bert, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("encode") / "lwap-tiny"
+    build_model(str(tiny_bert), "lwap").save(str(folder))
+    return folder
+
+
+def test_encode_file_matches_library_encode(saved_lwap, tmp_path, capsys) -> None:
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    out = tmp_path / "out.npy"
+    assert main(["encode", str(saved_lwap), "--input", str(text), "--output", str(out), "--no-progress"]) == 0
+    assert "wrote 4 x 32" in capsys.readouterr().out
+    from lwap import load_model
+
+    expected = load_model(saved_lwap).encode(SENTENCES)
+    np.testing.assert_allclose(np.load(out), expected, atol=1e-6)
+    assert not (tmp_path / "out.npy.partial").exists()
+
+
+def test_encode_small_chunks_keep_line_order(saved_lwap, tmp_path) -> None:
+    from lwap import load_model
+    from lwap.encoding import encode_file
+
+    model = load_model(saved_lwap)
+    lines = [f"sentence number {i} " + "word " * (i % 7) for i in range(23)]
+    lines[11] = ""  # an empty line still gets its row
+    (tmp_path / "in.txt").write_text("\n".join(lines), encoding="utf-8")  # no final newline
+    out = str(tmp_path / "o.npy")
+    rows = encode_file(model, str(tmp_path / "in.txt"), out, chunk_lines=5, show_progress_bar=False)
+    assert rows == 23
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), model.encode(lines), atol=1e-5)
+
+
+def test_encode_normalize_and_bf16(saved_lwap) -> None:
+    from lwap import load_model
+
+    model = load_model(saved_lwap)
+    unit = encode(model, SENTENCES, normalize=True)
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, atol=1e-5)
+    bf16 = encode(model, SENTENCES, precision="bf16")
+    fp32 = encode(model, SENTENCES)
+    assert bf16.dtype == np.float32
+    cosine = (bf16 * fp32).sum(1) / np.linalg.norm(bf16, axis=1) / np.linalg.norm(fp32, axis=1)
+    assert cosine.min() > 0.99
+
+
+def test_encode_input_errors(saved_lwap) -> None:
+    from lwap import load_model
+
+    model = load_model(saved_lwap)
+    assert encode(model, []).shape == (0, 32)
+    with pytest.raises(InputError, match="sentence 1 is NoneType"):
+        encode(model, ["ok", None])
+
+
+def test_cli_user_errors_exit_2_with_one_line(tmp_path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lwap",
+            "encode",
+            str(tmp_path / "missing"),
+            "--input",
+            "-",
+            "--output",
+            "x.npy",
+        ],
+        capture_output=True,
+        text=True,
+        input="",
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "does not exist" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cli_stdin_and_invalid_utf8(saved_lwap, tmp_path) -> None:
+    out = tmp_path / "s.npy"
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lwap",
+            "encode",
+            str(saved_lwap),
+            "--input",
+            "-",
+            "--output",
+            str(out),
+            "--no-progress",
+        ],
+        input="one\ntwo\n",
+        capture_output=True,
+        text=True,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert np.load(out).shape == (2, 32)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\n\xff\xfe broken\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lwap",
+            "encode",
+            str(saved_lwap),
+            "--input",
+            str(bad),
+            "--output",
+            str(tmp_path / "b.npy"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2 and "line 2 is not valid UTF-8" in result.stderr
+    assert not (tmp_path / "b.npy").exists() and not (tmp_path / "b.npy.partial").exists()

@@ -1,0 +1,159 @@
+"""LWAP and the comparison poolers on a tiny random BERT and on hand-made hidden states."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import SENTENCES
+from sentence_transformers import SentenceTransformer
+
+from lwap import POOLINGS, LayerwiseAttentionPooling, build_model, find_lwap
+from lwap.errors import ConfigError
+from lwap.model import _pooling_head
+
+
+def reference_lwap(
+    module: LayerwiseAttentionPooling, layers: list[torch.Tensor], mask: torch.Tensor
+) -> torch.Tensor:
+    """The method as written in the paper's description, one sentence and one layer at a time."""
+    act = module.activation
+    outputs = []
+    for b in range(mask.shape[0]):
+        real = mask[b].bool()
+        sources = [h[b, 0] for h in layers]
+        targets = [h[b, real].mean(dim=0) for h in layers]
+        q = [act(module.query(s)) for s in sources]
+        k = [act(module.key(t)) for t in targets]
+        v = [act(module.value(t)) for t in targets]
+        per_query = []
+        for q_i in q:
+            scores = torch.stack([q_i @ k_l for k_l in k]) / len(layers)
+            weights = torch.softmax(scores, dim=0)
+            per_query.append(sum(w * v_l for w, v_l in zip(weights, v, strict=True)))
+        pooled = torch.stack(per_query).mean(dim=0)
+        outputs.append(torch.tanh(module.output(torch.cat([layers[-1][b, 0], pooled]))))
+    return torch.stack(outputs)
+
+
+def hand_made_features(batch: int = 3, tokens: int = 6, hidden: int = 8, num_states: int = 5, seed: int = 0):
+    generator = torch.Generator().manual_seed(seed)
+    layers = [torch.randn(batch, tokens, hidden, generator=generator) for _ in range(num_states)]
+    mask = torch.ones(batch, tokens, dtype=torch.long)
+    mask[1, 4:] = 0
+    mask[2, 2:] = 0
+    return layers, mask
+
+
+def test_lwap_matches_per_sentence_reference() -> None:
+    torch.manual_seed(0)
+    module = LayerwiseAttentionPooling(hidden_size=8, num_hidden_states=5).eval()
+    layers, mask = hand_made_features()
+    got = module({"all_layer_embeddings": tuple(layers), "attention_mask": mask})["sentence_embedding"]
+    torch.testing.assert_close(got, reference_lwap(module, layers, mask), rtol=1e-5, atol=1e-6)
+
+
+def test_masked_mean_ignores_padding() -> None:
+    torch.manual_seed(0)
+    module = LayerwiseAttentionPooling(hidden_size=8, num_hidden_states=5).eval()
+    layers, mask = hand_made_features()
+    before = module({"all_layer_embeddings": tuple(layers), "attention_mask": mask})["sentence_embedding"]
+    garbage = [h.clone() for h in layers]
+    for h in garbage:
+        h[mask == 0] = 1e4  # padded positions carry huge values that would dominate an unmasked mean
+    after = module({"all_layer_embeddings": tuple(garbage), "attention_mask": mask})["sentence_embedding"]
+    torch.testing.assert_close(before, after)
+
+
+def test_attention_weights_are_distributions_over_layers() -> None:
+    module = LayerwiseAttentionPooling(hidden_size=8, num_hidden_states=5).eval()
+    layers, mask = hand_made_features()
+    module({"all_layer_embeddings": tuple(layers), "attention_mask": mask})
+    weights = module.last_attention
+    assert weights.shape == (3, 5, 5)
+    assert bool((weights >= 0).all())
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 5))
+
+
+def test_layer_subset_and_sqrt_scale() -> None:
+    module = LayerwiseAttentionPooling(8, 5, layers=[2, 3, 4], score_scale="sqrt_hidden").eval()
+    layers, mask = hand_made_features()
+    out = module({"all_layer_embeddings": tuple(layers), "attention_mask": mask})["sentence_embedding"]
+    assert out.shape == (3, 8)
+    assert module.last_attention.shape == (3, 3, 3)
+    with pytest.raises(ValueError, match="layers"):
+        LayerwiseAttentionPooling(8, 5, layers=[5])
+    with pytest.raises(ValueError, match="score_scale"):
+        LayerwiseAttentionPooling(8, 5, score_scale="bogus")
+
+
+def test_weighted_pooler_equals_seed_formula() -> None:
+    """Seed: learned scalar weight per layer from layer 4, weighted mean of the layers, then [CLS]."""
+    weighted, cls = _pooling_head(
+        "weighted", hidden=8, num_layers=6, lwap_layers=None, score_scale="num_layers", layer_start=4
+    )
+    layers, mask = hand_made_features(num_states=7)
+    with torch.no_grad():
+        weighted.layer_weights.copy_(torch.tensor([0.5, 2.0, 1.5]))
+    features = cls(weighted({"all_layer_embeddings": tuple(layers), "attention_mask": mask}))
+    w = [0.5, 2.0, 1.5]
+    expected = sum(w_l * layers[4 + i][:, 0] for i, w_l in enumerate(w)) / sum(w)
+    torch.testing.assert_close(features["sentence_embedding"], expected)
+
+
+def test_first_last_avg_uses_first_transformer_layer_not_embeddings() -> None:
+    layer_mean, pooling = _pooling_head("first_last_avg", 8, 4, None, "num_layers", 4)
+    assert layer_mean.layers == [1, 4]
+    layers, mask = hand_made_features(num_states=5)
+    out = pooling(layer_mean({"all_layer_embeddings": tuple(layers), "attention_mask": mask}))[
+        "sentence_embedding"
+    ]
+    tokens = (layers[1] + layers[4]) / 2
+    m = mask.unsqueeze(-1).float()
+    torch.testing.assert_close(out, (tokens * m).sum(1) / m.sum(1))
+    assert _pooling_head("last2_avg", 8, 4, None, "num_layers", 4)[0].layers == [3, 4]
+
+
+@pytest.mark.parametrize("pooling", POOLINGS)
+def test_shape_padding_invariance_and_exact_reload(pooling: str, tiny_bert, tmp_path) -> None:
+    model = build_model(str(tiny_bert), pooling).eval()
+    embeddings = model.encode(SENTENCES, convert_to_numpy=True)
+    assert embeddings.shape == (len(SENTENCES), 32)
+    alone = model.encode(["Hi"], convert_to_numpy=True)
+    np.testing.assert_allclose(alone[0], embeddings[2], atol=1e-5)  # batched with longer sentences
+    model.save(str(tmp_path / "saved"))
+    reloaded = SentenceTransformer(str(tmp_path / "saved"), trust_remote_code=True)
+    assert np.array_equal(reloaded.encode(SENTENCES, convert_to_numpy=True), embeddings)
+    assert not list((tmp_path / "saved").rglob("*.bin")) and not list((tmp_path / "saved").rglob("*.pt"))
+
+
+def test_gradients_reach_pooling_and_backbone(tiny_bert) -> None:
+    model = build_model(str(tiny_bert), "lwap").train()
+    features = model.preprocess(SENTENCES)
+    model(features)["sentence_embedding"].pow(2).sum().backward()
+    lwap = find_lwap(model)
+    for name, parameter in lwap.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+    backbone_grads = [p.grad for p in model[0].parameters() if p.grad is not None]
+    assert backbone_grads and sum(float(g.abs().sum()) for g in backbone_grads) > 0
+
+
+def test_cls_mlp_is_used_in_training_only(tiny_bert) -> None:
+    model = build_model(str(tiny_bert), "cls")
+    features = model.preprocess(SENTENCES)
+    model.eval()
+    with torch.no_grad():
+        evaluated = model(dict(features))["sentence_embedding"]
+        token = model[0](dict(features))["token_embeddings"][:, 0]
+    torch.testing.assert_close(evaluated, token)
+    mlp = model[2].train()  # only the head in training mode: no dropout noise in the backbone
+    with torch.no_grad():
+        trained = model(dict(features))["sentence_embedding"]
+    torch.testing.assert_close(trained, torch.tanh(mlp.dense(token)))
+
+
+def test_unknown_pooling_lists_valid_ones(tiny_bert) -> None:
+    with pytest.raises(ConfigError, match="valid poolings: lwap, weighted, cls"):
+        build_model(str(tiny_bert), "max")
+    with pytest.raises(ConfigError, match="weighted_layer_start"):
+        build_model(str(tiny_bert), "weighted", weighted_layer_start=9)

@@ -1,0 +1,1 @@
+"""SimCSE training (installed as lwap.train)."""
