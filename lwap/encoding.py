@@ -56,20 +56,26 @@ def encode(
     precision: str = "fp32",
     show_progress_bar: bool = False,
 ) -> np.ndarray:
-    """Embeddings as float32 array (n, dim); (0, dim) for an empty list."""
+    """Embeddings as float32 array (n, dim); (0, dim) for an empty list.
+
+    Each distinct sentence is encoded once, so duplicates get bit-identical rows (batched matmuls
+    would otherwise differ in the last float bits) and repeated text costs nothing.
+    """
     texts = check_sentences(sentences)
     dim = model.get_embedding_dimension()
     if not texts:
         return np.zeros((0, dim), dtype=np.float32)
+    first_index: dict[str, int] = {}
+    rows = [first_index.setdefault(text, len(first_index)) for text in texts]
     with autocast(precision):
         embeddings = model.encode(
-            texts,
+            list(first_index),
             batch_size=batch_size,
             normalize_embeddings=normalize,
             convert_to_numpy=True,
             show_progress_bar=show_progress_bar,
         )
-    return embeddings.astype(np.float32, copy=False)
+    return embeddings.astype(np.float32, copy=False)[rows]
 
 
 def _read_lines(path: Path, label: str) -> Iterator[str]:

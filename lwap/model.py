@@ -49,16 +49,29 @@ def build_model(
     if score_scale not in SCORE_SCALES:
         raise ConfigError(f"unknown score_scale {score_scale!r}; valid: {', '.join(SCORE_SCALES)}")
     source = resolve_backbone(backbone)
+    if max_seq_length is None:
+        max_seq_length = _saved_max_seq_length(source)
     config_kwargs = {"output_hidden_states": True} if pooling in _NEEDS_HIDDEN_STATES else {}
     try:
         transformer = Transformer(source, config_kwargs=config_kwargs, max_seq_length=max_seq_length)
     except OSError as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BackboneNotFoundError(f"could not load backbone {backbone!r}: {first_line}") from error
+    positions = getattr(transformer.model.config, "max_position_embeddings", None)
+    if positions and (transformer.max_seq_length or positions + 1) > positions:
+        transformer.max_seq_length = positions  # longer inputs would index past the position table
     hidden = transformer.get_embedding_dimension()
     num_layers = transformer.model.config.num_hidden_layers
     heads = _pooling_head(pooling, hidden, num_layers, lwap_layers, score_scale, weighted_layer_start)
     return SentenceTransformer(modules=[transformer, *heads], device=device)
+
+
+def _saved_max_seq_length(source: str) -> int | None:
+    """The max_seq_length a sentence-transformers folder was saved with (256 for all-MiniLM-L6-v2)."""
+    config = Path(source) / "sentence_bert_config.json"
+    if config.is_file():
+        return json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
+    return None
 
 
 def _pooling_head(
