@@ -45,7 +45,9 @@ def main() -> None:
             "load_average_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         }
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    print("| precision | dev before | dev after (trainer) | saved model, fp32 eval | wall time | sentences/s |")
+    print(
+        "| precision | dev before | dev after (trainer) | saved model, fp32 eval | wall time | sentences/s |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
     for precision, r in results.items():
         print(
