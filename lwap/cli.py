@@ -15,6 +15,7 @@ from lwap.errors import LwapError
 
 SUBCOMMANDS = {
     "encode": "lwap.encode_cli",
+    "train": "lwap.train.cli",
 }
 
 

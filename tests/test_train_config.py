@@ -1,0 +1,192 @@
+"""Training configs: every shipped config is complete and builds; bad configs fail naming file and key."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+from lwap.cli import main
+from lwap.errors import ConfigError
+from lwap.train.config import _SECTIONS, TrainConfig, all_keys, config_from_dict, dump_config, load_config
+
+CONFIGS = sorted((REPO / "configs").glob("*.yaml"))
+REQUIRED = {
+    "quickstart.yaml",
+    "unsup-simcse-bert-base-lwap.yaml",
+    "sup-simcse-bert-base-lwap.yaml",
+    "unsup-simcse-bert-base-cls.yaml",
+    "sup-simcse-bert-base-cls.yaml",
+}
+
+
+def minimal(**sections: dict) -> dict:
+    raw = {
+        "output": {"dir": "out"},
+        "model": {"backbone": "b", "pooling": "lwap"},
+        "data": {"train": "x.txt"},
+        "objective": {"name": "unsup_simcse"},
+    }
+    for name, values in sections.items():
+        raw.setdefault(name, {}).update(values)
+    return raw
+
+
+def write(tmp_path: Path, raw: dict | str) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(raw if isinstance(raw, str) else yaml.safe_dump(raw), encoding="utf-8")
+    return path
+
+
+def test_required_configs_exist() -> None:
+    assert {p.name for p in CONFIGS} >= REQUIRED
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_config_lists_every_key(path: Path) -> None:
+    """No hidden defaults: each shipped config shows every setting the code has."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    present = {f"{section}.{key}" for section, values in raw.items() for key in values}
+    assert set(all_keys()) - present == set()
+    load_config(path)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_config_builds_with_tiny_backbone(path: Path, tiny_bert: Path) -> None:
+    from lwap.model import build_model
+    from lwap.train.losses import SimCSELoss
+
+    config = load_config(path, [f"model.backbone={tiny_bert}"])
+    m = config.model
+    model = build_model(
+        m.backbone,
+        m.pooling,
+        max_seq_length=m.max_seq_length,
+        lwap_layers=m.lwap_layers,
+        score_scale=m.score_scale,
+        weighted_layer_start=m.weighted_layer_start,
+    )
+    loss = SimCSELoss(model, config.objective.temperature, config.objective.hard_negative_weight)
+    assert loss.scale == pytest.approx(1 / config.objective.temperature)
+    assert model.max_seq_length == m.max_seq_length
+
+
+def test_paper_settings() -> None:
+    unsup = load_config(REPO / "configs/unsup-simcse-bert-base-lwap.yaml")
+    assert (unsup.model.backbone, unsup.training.per_device_batch_size, unsup.training.learning_rate) == (
+        "bert-base-uncased",
+        64,
+        3e-5,
+    )
+    assert (unsup.model.max_seq_length, unsup.objective.temperature, unsup.eval.eval_steps) == (32, 0.05, 250)
+    sup = load_config(REPO / "configs/sup-simcse-bert-base-lwap.yaml")
+    assert (sup.objective.name, sup.training.learning_rate, sup.model.max_seq_length) == (
+        "sup_simcse",
+        2e-5,
+        64,
+    )
+    assert (sup.training.epochs, sup.eval.eval_steps, sup.data.hard_negative_column) == (3, 100, "hard_neg")
+    assert load_config(REPO / "configs/sup-simcse-bert-base-cls.yaml").model.pooling == "cls"
+
+
+def test_overrides_and_yaml_floats(tmp_path: Path) -> None:
+    path = write(tmp_path, minimal(training={"learning_rate": "3e-5"}))
+    config = load_config(
+        path, ["training.per_device_batch_size=8", "training.precision=bf16", "data.max_examples=null"]
+    )
+    assert config.training.learning_rate == 3e-5  # PyYAML reads 3e-5 as a string; accepted as YAML 1.2 does
+    assert (config.training.per_device_batch_size, config.training.precision) == (8, "bf16")
+    assert config.data.max_examples is None
+
+
+def test_dump_round_trips(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, minimal()))
+    again = config_from_dict(yaml.safe_load(dump_config(config)))
+    assert again == config and isinstance(again, TrainConfig)
+    assert set(_SECTIONS) == {f.name for f in dataclasses.fields(TrainConfig)}
+
+
+def error_of(tmp_path: Path, raw: dict | str, overrides: tuple[str, ...] = ()) -> str:
+    path = write(tmp_path, raw)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, list(overrides))
+    return str(caught.value)
+
+
+def test_unknown_key_names_file_key_and_close_matches(tmp_path: Path) -> None:
+    message = error_of(tmp_path, minimal(training={"learnig_rate": 1e-4}))
+    assert "c.yaml" in message and "'training.learnig_rate'" in message
+    assert "training.learning_rate" in message
+    misplaced = error_of(tmp_path, {**minimal(), "learning_rate": 1e-4})
+    assert "training.learning_rate" in misplaced
+    assert "training.learning_rate" in error_of(tmp_path, minimal(), ("training.learning_rat=1",))
+
+
+@pytest.mark.parametrize(
+    ("sections", "key", "expected"),
+    [
+        ({"training": {"per_device_batch_size": "64"}}, "training.per_device_batch_size", "integer"),
+        ({"training": {"per_device_batch_size": 6.5}}, "training.per_device_batch_size", "integer"),
+        ({"training": {"progress_bar": "yes please"}}, "training.progress_bar", "true or false"),
+        ({"training": {"seed": True}}, "training.seed", "integer"),
+        ({"training": {"learning_rate": "fast"}}, "training.learning_rate", "number"),
+        ({"model": {"lwap_layers": 3}}, "model.lwap_layers", "list"),
+        ({"model": {"backbone": 12}}, "model.backbone", "string"),
+    ],
+)
+def test_wrong_type(tmp_path: Path, sections: dict, key: str, expected: str) -> None:
+    message = error_of(tmp_path, minimal(**sections))
+    assert key in message and expected in message
+
+
+@pytest.mark.parametrize(
+    ("sections", "key"),
+    [
+        ({"training": {"learning_rate": 0}}, "training.learning_rate"),
+        ({"training": {"learning_rate": -1e-5}}, "training.learning_rate"),
+        ({"training": {"per_device_batch_size": 0}}, "training.per_device_batch_size"),
+        ({"objective": {"temperature": 0}}, "objective.temperature"),
+        ({"objective": {"temperature": -0.05}}, "objective.temperature"),
+        ({"objective": {"name": "sup_simcse", "hard_negative_weight": 0}}, "objective.hard_negative_weight"),
+        ({"training": {"max_steps": 0}}, "training.max_steps"),
+        ({"training": {"epochs": 0}}, "training.epochs"),
+        ({"training": {"warmup_ratio": 1.5}}, "training.warmup_ratio"),
+        ({"model": {"max_seq_length": 0}}, "model.max_seq_length"),
+        ({"data": {"max_examples": 0}}, "data.max_examples"),
+        ({"output": {"save_steps": 7}, "eval": {"eval_steps": 5}}, "output.save_steps"),
+        ({"eval": {"stsb_dev": False, "keep_best": True}}, "eval.keep_best"),
+    ],
+)
+def test_impossible_values(tmp_path: Path, sections: dict, key: str) -> None:
+    assert key in error_of(tmp_path, minimal(**sections))
+
+
+def test_unknown_choices_list_the_valid_ones(tmp_path: Path) -> None:
+    message = error_of(tmp_path, minimal(model={"pooling": "lwapp"}))
+    assert "model.pooling" in message and "'lwap'" in message
+    assert all(p in message for p in ("weighted", "cls", "mean", "first_last_avg", "last2_avg"))
+    message = error_of(tmp_path, minimal(objective={"name": "simcse"}))
+    assert "objective.name" in message and "unsup_simcse" in message and "sup_simcse" in message
+
+
+def test_malformed_files(tmp_path: Path) -> None:
+    assert "empty" in error_of(tmp_path, "")
+    assert "c.yaml: line 3: invalid YAML" in error_of(tmp_path, "model:\n  backbone: b\n   pooling: x: y\n")
+    assert "missing required key 'model.pooling'" in error_of(
+        tmp_path, minimal(model={"pooling": None}) | {"model": {"backbone": "b"}}
+    )
+    assert "section 'training' must be a mapping" in error_of(tmp_path, {**minimal(), "training": [1, 2]})
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_cli_reports_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, minimal(training={"learning_rate": -1}))
+    assert main(["train", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lwap train: error:") and "training.learning_rate" in err[0]
+    assert main(["train", str(path), "--set", "nonsense"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err

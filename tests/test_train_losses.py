@@ -1,0 +1,130 @@
+"""SimCSELoss: α = 1 is exactly MNRL; α ≠ 1 follows SimCSE's formula; negatives gather across processes."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+
+import pytest
+import torch
+import torch.nn.functional as F
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+from lwap.train.losses import SimCSELoss
+
+
+def reference_simcse(
+    anchors: torch.Tensor, docs: list[torch.Tensor], tau: float, alpha: float
+) -> torch.Tensor:
+    """SimCSE (Gao et al., eq. 5 with weighted hard negatives), written out row by row."""
+    positives, negatives = docs[0], docs[1:]
+    losses = []
+    for i in range(anchors.shape[0]):
+        logits = [F.cosine_similarity(anchors[i], p, dim=0) / tau for p in positives]
+        for negative in negatives:
+            for j, n in enumerate(negative):
+                bias = math.log(alpha) if j == i else 0.0  # α only on the anchor's own hard negative
+                logits.append(F.cosine_similarity(anchors[i], n, dim=0) / tau + bias)
+        logits = torch.stack(logits)
+        losses.append(-(logits[i] - torch.logsumexp(logits, dim=0)))
+    return torch.stack(losses).mean()
+
+
+def embeddings(batch: int = 6, dim: int = 16, columns: int = 3, seed: int = 0) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(batch, dim, generator=generator) for _ in range(columns)]
+
+
+def test_alpha_one_equals_mnrl_exactly() -> None:
+    emb = embeddings()
+    ours = SimCSELoss(model=None, temperature=0.05, hard_negative_weight=1.0)
+    mnrl = MultipleNegativesRankingLoss(model=None, scale=20.0)
+    labels = torch.zeros(6)
+    assert torch.equal(
+        ours.compute_loss_from_embeddings(emb, labels), mnrl.compute_loss_from_embeddings(emb, labels)
+    )
+    torch.testing.assert_close(
+        ours.compute_loss_from_embeddings(emb, labels), reference_simcse(emb[0], emb[1:], 0.05, 1.0)
+    )
+
+
+@pytest.mark.parametrize("alpha", [0.5, 2.0, 10.0])
+def test_alpha_follows_the_formula(alpha: float) -> None:
+    emb = embeddings()
+    labels = torch.zeros(6)
+    ours = SimCSELoss(model=None, temperature=0.05, hard_negative_weight=alpha).compute_loss_from_embeddings(
+        emb, labels
+    )
+    plain = SimCSELoss(model=None, temperature=0.05).compute_loss_from_embeddings(emb, labels)
+    torch.testing.assert_close(ours, reference_simcse(emb[0], emb[1:], 0.05, alpha))
+    assert (ours > plain) == (alpha > 1)  # a heavier hard negative makes the task harder
+
+
+def test_pairs_have_no_hard_negative_term() -> None:
+    emb = embeddings(columns=2)
+    labels = torch.zeros(6)
+    weighted = SimCSELoss(model=None, hard_negative_weight=3.0).compute_loss_from_embeddings(emb, labels)
+    torch.testing.assert_close(weighted, reference_simcse(emb[0], emb[1:], 0.05, 1.0))
+
+
+def test_unsupervised_encodes_each_sentence_twice(tiny_bert) -> None:
+    from lwap import build_model
+
+    model = build_model(str(tiny_bert), "mean").eval()  # eval: no dropout, so both views are identical
+    features = model.preprocess(["a cat sits", "dogs bark loudly", "rain falls"])
+    labels = torch.zeros(3)
+    one_column = SimCSELoss(model).forward([dict(features)], labels)
+    two_columns = MultipleNegativesRankingLoss(model, scale=20.0).forward(
+        [dict(features), dict(features)], labels
+    )
+    torch.testing.assert_close(one_column, two_columns)
+    model.train()  # with dropout the two views differ, so the loss changes
+    torch.manual_seed(0)
+    assert not torch.allclose(SimCSELoss(model).forward([dict(features)], labels), one_column)
+
+
+ALPHAS = (1.0, 3.0)
+
+
+def _gathered_loss_worker(rank: int, port: int, queue) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=2)
+    try:
+        for alpha in ALPHAS:
+            local = [e[rank * 4 : (rank + 1) * 4].clone().requires_grad_() for e in embeddings(batch=8)]
+            loss = SimCSELoss(model=None, hard_negative_weight=alpha, gather_across_devices=True)
+            value = loss.compute_loss_from_embeddings(local, torch.zeros(4))
+            value.backward()
+            queue.put((alpha, rank, value.item(), [t.grad.clone() for t in local]))
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_negatives_gathered_across_two_processes() -> None:
+    """Two gloo processes with 4 rows each give the loss and gradients of one process with all 8 rows,
+    including the hard-negative weight, whose column depends on the process's offset in the gathered batch."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    context = torch.multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    processes = [context.Process(target=_gathered_loss_worker, args=(r, port, queue)) for r in range(2)]
+    for p in processes:
+        p.start()
+    results = {(a, r): (value, grads) for a, r, value, grads in (queue.get(timeout=120) for _ in range(4))}
+    for p in processes:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    for alpha in ALPHAS:
+        full = [e.clone().requires_grad_() for e in embeddings(batch=8)]
+        expected = SimCSELoss(model=None, hard_negative_weight=alpha).compute_loss_from_embeddings(
+            full, torch.zeros(8)
+        )
+        expected.backward()
+        (value0, grads0), (value1, grads1) = results[alpha, 0], results[alpha, 1]
+        assert (value0 + value1) / 2 == pytest.approx(expected.item(), rel=1e-5)
+        # Each process's loss is the mean over its 4 rows, and gathering sends gradients back to the rows'
+        # owner (summed over processes): the rows' gradients are those of L0 + L1 = 2 × the full-batch loss.
+        for column in range(3):
+            torch.testing.assert_close(torch.cat([grads0[column], grads1[column]]), 2 * full[column].grad)

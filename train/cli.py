@@ -1,0 +1,44 @@
+"""Train a sentence encoder with SimCSE (unsupervised or supervised) and any pooler, as a YAML config says.
+
+Writes OUTPUT/model (load it with SentenceTransformer(path, trust_remote_code=True)), train_summary.json,
+training_curves.png, metrics.csv, TensorBoard logs and checkpoints. Ctrl-C saves a checkpoint; --resume
+continues from the last one. For several processes: torchrun --nproc_per_node=N -m lwap.train CONFIG.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "train a sentence encoder (SimCSE) from a YAML config"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="YAML config, e.g. configs/quickstart.yaml")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. --set training.learning_rate=1e-4 (repeatable)",
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="CHECKPOINT",
+        help="continue from the last complete checkpoint in the output folder (or from CHECKPOINT)",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", default=None, help="replace a finished run in the output folder"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from lwap.train.config import load_config
+    from lwap.train.run import train
+
+    config = load_config(args.config, args.overrides)
+    train(config, config_path=args.config, resume=args.resume, overwrite=args.overwrite)
+    return 0

@@ -1,0 +1,372 @@
+"""The training config: one YAML file per experiment, loaded into typed dataclasses and checked.
+
+Every setting lives in a dataclass field below, so a config file can show all of them (the files in
+`configs/` do, and a test keeps it so). Loading rejects, with the file and the dotted key in the message:
+unknown keys (with close matches), wrong types, and impossible values. `--set key=value` overrides
+use the same checks (the value is parsed as YAML, so `--set training.precision=bf16` and
+`--set training.learning_rate=1e-4` both work).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lwap.errors import ConfigError
+from lwap.model import POOLINGS
+from lwap.pooling import SCORE_SCALES
+
+OBJECTIVES = ("unsup_simcse", "sup_simcse")
+PRECISIONS = ("fp32", "bf16")
+LR_SCHEDULERS = ("linear", "constant", "constant_with_warmup", "cosine")
+BATCH_SAMPLERS = ("random", "no_duplicates")
+
+
+@dataclass
+class OutputConfig:
+    """Where the run writes, and how often it checkpoints."""
+
+    dir: str
+    overwrite: bool = False  # replace a finished model already in `dir` (else OutputExistsError)
+    save_steps: int = 250  # checkpoint every N optimizer steps (a multiple of eval.eval_steps if keep_best)
+    save_total_limit: int | None = 2  # checkpoints kept on disk (the best one is always kept); null = all
+
+
+@dataclass
+class ModelConfig:
+    """Backbone and pooler, as `lwap.build_model` takes them."""
+
+    backbone: str  # hub id or local folder
+    pooling: str  # one of lwap.POOLINGS
+    max_seq_length: int = 32
+    lwap_layers: list[int] | None = None  # hidden states taking part in LWAP; null = all (the paper)
+    score_scale: str = "num_layers"  # LWAP score scaling: num_layers (paper) or sqrt_hidden
+    weighted_layer_start: int = 4  # first layer of the `weighted` pooler
+
+
+@dataclass
+class DataConfig:
+    """Training data: a file (.txt[.gz]: a sentence a line; .csv/.tsv[.gz]: pairs/triplets) or a hub id."""
+
+    train: str  # path (may use $LWAP_DATA_DIR) or a Hugging Face dataset id
+    max_examples: int | None = None  # use only the first N examples (lines/rows); null = all
+    text_column: str = "text"  # unsup_simcse with a hub dataset: the sentence column
+    anchor_column: str = "sent0"  # sup_simcse: premise
+    positive_column: str = "sent1"  # sup_simcse: entailment hypothesis
+    hard_negative_column: str | None = "hard_neg"  # sup_simcse: contradiction; null = pairs only
+    hub_config: str | None = None  # hub dataset: configuration name
+    hub_data_files: str | None = None  # hub dataset: a file inside the repository, e.g. nli_for_simcse.csv
+    hub_split: str = "train"  # hub dataset: split
+
+
+@dataclass
+class ObjectiveConfig:
+    """SimCSE's contrastive objective (InfoNCE with in-batch negatives, cosine / temperature)."""
+
+    name: str  # unsup_simcse | sup_simcse
+    temperature: float = 0.05
+    hard_negative_weight: float = 1.0  # SimCSE's α: log α is added to each hard-negative logit (sup only)
+
+
+@dataclass
+class TrainingConfig:
+    """Optimisation; batch size is per process (the global batch is this × number of processes)."""
+
+    epochs: float = 1.0
+    max_steps: int = -1  # > 0 overrides epochs
+    per_device_batch_size: int = 64
+    learning_rate: float = 3e-5
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.0
+    lr_scheduler: str = "linear"
+    precision: str = "fp32"  # fp32 | bf16 (autocast; on the CPU too)
+    seed: int = 42
+    drop_last: bool = True  # drop the last incomplete batch (required with more than one process)
+    batch_sampler: str = "random"  # random (SimCSE) | no_duplicates (no repeated text within a batch)
+    logging_steps: int = 10
+    progress_bar: bool = True
+
+
+@dataclass
+class EvalConfig:
+    """Model selection on STS-B dev (cosine Spearman), as SimCSE."""
+
+    stsb_dev: bool = True  # evaluate on STS-B dev during training
+    eval_steps: int = 250
+    before_training: bool = True  # evaluate once at step 0 (the untrained model)
+    keep_best: bool = True  # the final model is the best checkpoint on STS-B dev, not the last
+    batch_size: int = 128
+
+
+@dataclass
+class TrainConfig:
+    output: OutputConfig
+    model: ModelConfig
+    data: DataConfig
+    objective: ObjectiveConfig
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+_SECTIONS: dict[str, type] = {
+    "output": OutputConfig,
+    "model": ModelConfig,
+    "data": DataConfig,
+    "objective": ObjectiveConfig,
+    "training": TrainingConfig,
+    "eval": EvalConfig,
+}
+
+
+def all_keys() -> list[str]:
+    """Every dotted key a config may set, e.g. 'training.learning_rate'."""
+    return [f"{section}.{f.name}" for section, cls in _SECTIONS.items() for f in dataclasses.fields(cls)]
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
+    """Read `path` (YAML, safe loader), apply `key=value` overrides, check all; ConfigError on a fault."""
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise ConfigError(f"{source}: {'is a directory' if path.is_dir() else 'no such config file'}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{source}: not a UTF-8 text file") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"{source}:{where}: invalid YAML ({problem})") from None
+    if raw is None:
+        raise ConfigError(f"{source}: config file is empty")
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{source}: expected a mapping of sections at the top level, got {type(raw).__name__}"
+        )
+    for override in overrides:
+        _apply_override(raw, override, source)
+    return config_from_dict(raw, source)
+
+
+def _apply_override(raw: dict[str, Any], override: str, source: str) -> None:
+    key, sep, text = override.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set {override!r}: expected KEY=VALUE, e.g. training.learning_rate=1e-4")
+    parts = key.split(".")
+    if len(parts) != 2:
+        raise ConfigError(f"--set {key}: {_unknown_key_message(key)}")
+    try:
+        value = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError:
+        value = text
+    section = raw.setdefault(parts[0], {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: section '{parts[0]}' must be a mapping, got {type(section).__name__}")
+    section[parts[1]] = value
+
+
+def config_from_dict(raw: dict[str, Any], source: str = "<config>") -> TrainConfig:
+    """Build and check a TrainConfig from nested dicts (as YAML gives them)."""
+    unknown = [k for k in raw if k not in _SECTIONS]
+    if unknown:
+        raise ConfigError(f"{source}: {_unknown_key_message(str(unknown[0]))}")
+    sections: dict[str, Any] = {}
+    for name, cls in _SECTIONS.items():
+        values = raw.get(name)
+        if values is None:
+            values = {}
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: section '{name}' must be a mapping, got {type(values).__name__}")
+        sections[name] = _build_section(name, cls, values, source)
+    config = TrainConfig(**sections)
+    _check_values(config, source)
+    return config
+
+
+def _build_section(name: str, cls: type, values: dict[str, Any], source: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for key in values:
+        if key not in fields:
+            raise ConfigError(f"{source}: {_unknown_key_message(f'{name}.{key}')}")
+    kwargs = {}
+    for key, f in fields.items():
+        if key in values:
+            kwargs[key] = _coerce(values[key], hints[key], f"{name}.{key}", source)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{source}: missing required key '{name}.{key}'")
+    return cls(**kwargs)
+
+
+def _unknown_key_message(key: str) -> str:
+    """'unknown key X; did you mean ...' with close matches by dotted key and by leaf name in any section."""
+    keys = all_keys()
+    leaf = key.rsplit(".", 1)[-1]
+    close = difflib.get_close_matches(key, keys + list(_SECTIONS), n=3, cutoff=0.6)
+    close += [k for k in keys if difflib.SequenceMatcher(None, leaf, k.rsplit(".", 1)[-1]).ratio() >= 0.8]
+    close = list(dict.fromkeys(close))[:4]
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown key '{key}'{hint} (sections: {', '.join(_SECTIONS)})"
+
+
+_FLOAT_TEXT = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+
+
+def _coerce(value: Any, hint: Any, key: str, source: str) -> Any:
+    """Check `value` against the field's type hint; the few safe conversions are int→float and '3e-5'→float.
+
+    PyYAML follows YAML 1.1, where `3e-5` (no dot) is a string, while YAML 1.2 and every reader of a
+    config file see a float; refusing it would be a trap, so float fields accept such strings.
+    """
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        inner = [o for o in options if o is not type(None)]
+        return _coerce(value, inner[0], key, source)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise ConfigError(f"{source}: {key} must be a list of {item.__name__}, got {_describe(value)}")
+        return [_coerce(v, item, f"{key}[{i}]", source) for i, v in enumerate(value)]
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{source}: {key} must be true or false, got {_describe(value)}")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(f"{source}: {key} must be an integer, got {_describe(value)}")
+    if hint is float:
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if is_number or (isinstance(value, str) and _FLOAT_TEXT.match(value.strip())):
+            number = float(value)
+        else:
+            raise ConfigError(f"{source}: {key} must be a number, got {_describe(value)}")
+        if not math.isfinite(number):
+            raise ConfigError(f"{source}: {key} must be finite, got {value!r}")
+        return number
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{source}: {key} must be a string, got {_describe(value)}")
+    raise TypeError(f"unsupported config type {hint!r} for {key}")  # a bug in this module, not user input
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _choice(value: str, valid: tuple[str, ...], key: str, source: str) -> None:
+    if value not in valid:
+        close = difflib.get_close_matches(value, valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{source}: {key}: unknown value {value!r}{hint}; valid: {', '.join(valid)}")
+
+
+def _check_values(c: TrainConfig, source: str) -> None:
+    """Impossible or contradictory values, each reported with its key."""
+
+    def need(ok: bool, key: str, what: str, value: Any) -> None:
+        if not ok:
+            raise ConfigError(f"{source}: {key} must be {what}, got {value!r}")
+
+    need(bool(c.output.dir.strip()), "output.dir", "a non-empty path", c.output.dir)
+    need(c.output.save_steps >= 1, "output.save_steps", "at least 1", c.output.save_steps)
+    if c.output.save_total_limit is not None:
+        need(
+            c.output.save_total_limit >= 1,
+            "output.save_total_limit",
+            "at least 1 or null",
+            c.output.save_total_limit,
+        )
+
+    _choice(c.model.pooling, POOLINGS, "model.pooling", source)
+    _choice(c.model.score_scale, SCORE_SCALES, "model.score_scale", source)
+    need(
+        c.model.max_seq_length >= 2,
+        "model.max_seq_length",
+        "at least 2 (room for [CLS] and [SEP])",
+        c.model.max_seq_length,
+    )
+    need(
+        c.model.weighted_layer_start >= 0,
+        "model.weighted_layer_start",
+        "at least 0",
+        c.model.weighted_layer_start,
+    )
+    need(bool(c.model.backbone.strip()), "model.backbone", "a hub id or a folder", c.model.backbone)
+
+    need(bool(c.data.train.strip()), "data.train", "a file path or a hub dataset id", c.data.train)
+    if c.data.max_examples is not None:
+        need(c.data.max_examples >= 1, "data.max_examples", "at least 1 or null", c.data.max_examples)
+
+    _choice(c.objective.name, OBJECTIVES, "objective.name", source)
+    need(c.objective.temperature > 0, "objective.temperature", "> 0", c.objective.temperature)
+    need(
+        c.objective.hard_negative_weight > 0,
+        "objective.hard_negative_weight",
+        "> 0 (SimCSE's α)",
+        c.objective.hard_negative_weight,
+    )
+    if c.objective.name == "unsup_simcse" and c.objective.hard_negative_weight != 1.0:
+        raise ConfigError(
+            f"{source}: objective.hard_negative_weight applies to sup_simcse only (unsup_simcse has no hard "
+            f"negatives); leave it at 1.0, got {c.objective.hard_negative_weight}"
+        )
+
+    t = c.training
+    need(t.learning_rate > 0, "training.learning_rate", "> 0", t.learning_rate)
+    need(
+        t.per_device_batch_size >= 1, "training.per_device_batch_size", "at least 1", t.per_device_batch_size
+    )
+    need(
+        t.max_steps == -1 or t.max_steps >= 1,
+        "training.max_steps",
+        "-1 (use epochs) or at least 1",
+        t.max_steps,
+    )
+    if t.max_steps == -1:
+        need(t.epochs > 0, "training.epochs", "> 0 (or set training.max_steps)", t.epochs)
+    need(t.weight_decay >= 0, "training.weight_decay", ">= 0", t.weight_decay)
+    need(0 <= t.warmup_ratio < 1, "training.warmup_ratio", "in [0, 1)", t.warmup_ratio)
+    need(t.logging_steps >= 1, "training.logging_steps", "at least 1", t.logging_steps)
+    _choice(t.lr_scheduler, LR_SCHEDULERS, "training.lr_scheduler", source)
+    _choice(t.precision, PRECISIONS, "training.precision", source)
+    _choice(t.batch_sampler, BATCH_SAMPLERS, "training.batch_sampler", source)
+
+    e = c.eval
+    need(e.eval_steps >= 1, "eval.eval_steps", "at least 1", e.eval_steps)
+    need(e.batch_size >= 1, "eval.batch_size", "at least 1", e.batch_size)
+    if e.keep_best:
+        if not e.stsb_dev:
+            raise ConfigError(
+                f"{source}: eval.keep_best needs eval.stsb_dev: true (nothing to select the best by)"
+            )
+        if c.output.save_steps % e.eval_steps:
+            raise ConfigError(
+                f"{source}: output.save_steps ({c.output.save_steps}) must be a multiple of eval.eval_steps "
+                f"({e.eval_steps}) when eval.keep_best is true (only evaluated checkpoints can be the best)"
+            )
+
+
+def dump_config(config: TrainConfig) -> str:
+    """The complete config as YAML (every key, defaults included): what the run actually used."""
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)

@@ -1,0 +1,229 @@
+"""Training data → a memory-mapped `datasets.Dataset` whose columns are exactly what the loss reads.
+
+- unsup_simcse: one column `text` (the loss encodes every sentence twice). Source: a text file with one
+  sentence a line (`.txt`, `.txt.gz`; blank lines are skipped), a CSV/TSV column, or a hub dataset column.
+- sup_simcse: columns `anchor, positive[, negative]` (SimCSE's `sent0, sent1, hard_neg`). Source: a CSV
+  (`.csv[.gz]`, quoted as Excel/pandas write it) or TSV (`.tsv[.gz]`, no quoting) with a header row, or a
+  hub dataset. Extra columns (e.g. `split`) are ignored.
+
+Local files are read once, line by line, into an Arrow file in the `datasets` cache
+(`Dataset.from_generator`: memory-mapped, so 1M sentences are not held in RAM), validated on the way:
+every problem raises DataError naming the file and line before any training starts. The cache key
+includes the file's size and modification time, so an edited file is read again.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lwap.errors import DataError
+from lwap.paths import expand_data_path
+from lwap.train.config import DataConfig
+
+TEXT_SUFFIXES = (".txt", ".txt.gz", ".text")
+TABLE_DELIMITERS = {".csv": ",", ".csv.gz": ",", ".tsv": "\t", ".tsv.gz": "\t"}
+
+
+def load_train_dataset(data: DataConfig, objective: str) -> Any:
+    """The training `datasets.Dataset` for `objective` ("unsup_simcse" or "sup_simcse")."""
+    columns, names = _wanted_columns(data, objective)
+    if _is_local(data.train):
+        path = expand_data_path(data.train)
+        return _local_dataset(path, data, objective, columns, names)
+    return _hub_dataset(data, columns, names)
+
+
+def _wanted_columns(data: DataConfig, objective: str) -> tuple[list[str], list[str]]:
+    """(source column names, dataset column names) in the order the loss reads them."""
+    if objective == "unsup_simcse":
+        return [data.text_column], ["text"]
+    columns = [data.anchor_column, data.positive_column]
+    names = ["anchor", "positive"]
+    if data.hard_negative_column is not None:
+        columns.append(data.hard_negative_column)
+        names.append("negative")
+    return columns, names
+
+
+def _is_local(value: str) -> bool:
+    """A path (existing, with a data-file suffix, or written as a path) rather than a hub dataset id."""
+    lowered = value.lower()
+    return (
+        Path(os.path.expandvars(value)).expanduser().exists()
+        or value.startswith(("/", ".", "~", "$"))
+        or lowered.endswith(TEXT_SUFFIXES + tuple(TABLE_DELIMITERS))
+    )
+
+
+def _table_delimiter(path: Path) -> str | None:
+    name = path.name.lower()
+    return next((d for suffix, d in TABLE_DELIMITERS.items() if name.endswith(suffix)), None)
+
+
+def _local_dataset(path: Path, data: DataConfig, objective: str, columns: list[str], names: list[str]) -> Any:
+    import datasets
+    from datasets.exceptions import DatasetGenerationError
+
+    if not path.exists():
+        raise DataError(f"{path}: no such file (data.train)")
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory, expected a data file (data.train)")
+    stat = path.stat()
+    if stat.st_size == 0:
+        raise DataError(f"{path}: file is empty")
+    delimiter = _table_delimiter(path)
+    if delimiter is None and objective == "sup_simcse":
+        raise DataError(
+            f"{path}: sup_simcse reads a CSV/TSV with a header ({', '.join(columns)}); "
+            f"expected a name ending in {', '.join(TABLE_DELIMITERS)}"
+        )
+    kwargs = {
+        "path": str(path),
+        "max_examples": data.max_examples,
+        "stamp": f"{stat.st_size}-{stat.st_mtime_ns}",  # part of the cache key: re-read an edited file
+    }
+    if delimiter is None:
+        generator = _text_rows
+    else:
+        generator = _table_rows
+        # tuples, not lists: `from_generator` would split list-valued arguments into shards
+        kwargs.update(delimiter=delimiter, columns=tuple(columns), names=tuple(names))
+    features = datasets.Features({name: datasets.Value("string") for name in names})
+    try:
+        return datasets.Dataset.from_generator(generator, gen_kwargs=kwargs, features=features)
+    except DatasetGenerationError as error:
+        if isinstance(error.__cause__, DataError):
+            raise error.__cause__ from None
+        raise
+
+
+def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line) pairs; DataError for invalid UTF-8 or a broken gzip stream."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    number = 0
+    try:
+        with opener(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise DataError(
+                        f"{path}:{number}: not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
+                    ) from None
+                if number == 1:
+                    line = line.removeprefix("\ufeff")
+                yield number, line
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise DataError(f"{path}: gzip data is truncated or corrupt after line {number} ({error})") from None
+
+
+def _text_rows(path: str, max_examples: int | None, stamp: str) -> Iterator[dict[str, str]]:
+    count = 0
+    for _, line in _numbered_lines(Path(path)):
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            continue
+        yield {"text": text}
+        count += 1
+        if max_examples is not None and count >= max_examples:
+            return
+    if count == 0:
+        raise DataError(f"{path}: no sentences (the file has only blank lines)")
+
+
+def _table_rows(
+    path: str,
+    max_examples: int | None,
+    stamp: str,
+    delimiter: str,
+    columns: tuple[str, ...],
+    names: tuple[str, ...],
+) -> Iterator[dict[str, str]]:
+    source = Path(path)
+    kind = "CSV" if delimiter == "," else "TSV"
+    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
+    reader = csv.reader((line for _, line in _numbered_lines(source)), delimiter=delimiter, quoting=quoting)
+    try:
+        header = next(reader, None)
+        if header is None or not any(h.strip() for h in header):
+            raise DataError(f"{path}: no header row (expected {kind} columns {', '.join(columns)})")
+        header = [h.strip() for h in header]
+        missing = [c for c in columns if c not in header]
+        if missing:
+            hint = ""
+            if columns[-1] in missing and len(columns) == 3 and len(missing) == 1:
+                hint = "; for pairs without hard negatives set data.hard_negative_column: null"
+            raise DataError(
+                f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; "
+                f"the header has {', '.join(repr(h) for h in header)}{hint}"
+            )
+        indices = [header.index(c) for c in columns]
+        count = 0
+        for row in reader:
+            where = f"{path}:{reader.line_num}"
+            if not row:
+                continue  # blank line
+            if len(row) != len(header):
+                raise DataError(
+                    f"{where}: expected {len(header)} {kind} fields as in the header, found {len(row)}"
+                    + (" (wrong delimiter?)" if len(row) == 1 else "")
+                )
+            values = [row[i] for i in indices]
+            for column, value in zip(columns, values, strict=True):
+                if not value.strip():
+                    what = "hard negative" if column == columns[-1] and len(columns) == 3 else "text"
+                    raise DataError(f"{where}: empty {what} in column {column!r}")
+            yield dict(zip(names, values, strict=True))
+            count += 1
+            if max_examples is not None and count >= max_examples:
+                return
+    except csv.Error as error:
+        raise DataError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None
+    if count == 0:
+        raise DataError(f"{path}: has a header but no data rows")
+
+
+def _hub_dataset(data: DataConfig, columns: list[str], names: list[str]) -> Any:
+    import datasets
+    import pyarrow.compute as pc
+
+    try:
+        dataset = datasets.load_dataset(
+            data.train, data.hub_config, data_files=data.hub_data_files, split=data.hub_split
+        )
+    except Exception as error:  # datasets raises many types here (offline, not found, bad config/split)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise DataError(
+            f"data.train {data.train!r} is not a local file, and loading it as a hub dataset failed: {first}"
+        ) from None
+    missing = [c for c in columns if c not in dataset.column_names]
+    if missing:
+        raise DataError(
+            f"hub dataset {data.train!r}: missing column(s) {missing}; it has {dataset.column_names}"
+        )
+    dataset = dataset.select_columns(columns)
+    dataset = dataset.rename_columns({c: n for c, n in zip(columns, names, strict=True) if c != n})
+    if data.max_examples is not None:
+        dataset = dataset.select(range(min(data.max_examples, len(dataset))))
+    if len(dataset) == 0:
+        raise DataError(f"hub dataset {data.train!r} split {data.hub_split!r} is empty")
+    offset = 0
+    for batch in dataset.with_format("arrow").iter(batch_size=10_000):  # streamed: the data stays on disk
+        for column, name in zip(columns, names, strict=True):
+            values = batch.column(name)
+            if values.type not in ("string", "large_string"):
+                raise DataError(
+                    f"hub dataset {data.train!r}: column {column!r} holds {values.type}, expected text"
+                )
+            blank = pc.or_kleene(pc.is_null(values), pc.equal(pc.utf8_trim_whitespace(values), ""))
+            if pc.any(blank).as_py():
+                row = offset + pc.index(blank, True).as_py()
+                raise DataError(f"hub dataset {data.train!r}: row {row} has an empty {column!r}")
+        offset += batch.num_rows
+    return dataset

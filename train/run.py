@@ -1,0 +1,300 @@
+"""One training run, top to bottom: config → output folder → data → model → trainer → model folder + report.
+
+Everything heavy is sentence-transformers' `SentenceTransformerTrainer` (transformers' Trainer): the loop,
+progress bar, seed, periodic evaluation, keeping the best checkpoint, resuming, DDP under torchrun.
+This module decides what goes in, and writes what comes out (see `lwap.train.outputs` for the layout).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from lwap.errors import ConfigError
+from lwap.train import outputs
+from lwap.train.config import TrainConfig, dump_config
+
+BATCH_SAMPLER_NAMES = {"random": "batch_sampler", "no_duplicates": "no_duplicates"}
+
+
+def output_path(config: TrainConfig) -> Path:
+    return Path(os.path.expandvars(config.output.dir)).expanduser()
+
+
+def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any:
+    """sentence-transformers training arguments for `config` (creating them starts torch.distributed)."""
+    import torch
+    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+    from lwap.train.report import DEV_METRIC
+
+    t, e, o = config.training, config.eval, config.output
+    use_cpu = not torch.cuda.is_available()
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
+    evaluate = e.stsb_dev
+    try:
+        return SentenceTransformerTrainingArguments(
+            output_dir=str(out / outputs.CHECKPOINTS_DIR),
+            num_train_epochs=t.epochs,
+            max_steps=t.max_steps,
+            per_device_train_batch_size=t.per_device_batch_size,
+            per_device_eval_batch_size=e.batch_size,
+            learning_rate=t.learning_rate,
+            weight_decay=t.weight_decay,
+            warmup_steps=t.warmup_ratio,  # < 1 means a fraction of the total steps
+            lr_scheduler_type=t.lr_scheduler,
+            bf16=t.precision == "bf16",
+            use_cpu=use_cpu,
+            ddp_backend="gloo" if use_cpu and distributed else None,
+            seed=t.seed,
+            dataloader_drop_last=t.drop_last,
+            batch_sampler=BATCH_SAMPLER_NAMES[t.batch_sampler],
+            eval_strategy="steps" if evaluate else "no",
+            eval_steps=e.eval_steps,
+            eval_on_start=evaluate and e.before_training and not resuming,
+            save_strategy="steps",
+            save_steps=o.save_steps,
+            save_total_limit=o.save_total_limit,
+            load_best_model_at_end=e.keep_best,
+            metric_for_best_model=DEV_METRIC if evaluate else None,
+            greater_is_better=True,
+            logging_steps=t.logging_steps,
+            logging_first_step=True,
+            report_to="none",  # TensorBoard is added as a callback with a fixed folder (see train())
+            disable_tqdm=not t.progress_bar,
+        )
+    except ValueError as error:  # transformers' own consistency checks; ours run first, so this is rare
+        raise ConfigError(f"training settings rejected by transformers: {error}") from None
+
+
+def train(
+    config: TrainConfig,
+    *,
+    config_path: str | None = None,
+    resume: bool | str | None = None,
+    overwrite: bool | None = None,
+    callbacks: list[Any] | tuple[Any, ...] = (),
+) -> dict[str, Any]:
+    """Train as `config` says; return the summary (also written to OUT/train_summary.json).
+
+    `resume`: True = latest complete checkpoint in OUT/checkpoints, or a checkpoint folder.
+    `overwrite`: replace a finished run in OUT (default: config.output.overwrite).
+    Ctrl-C/SIGTERM saves a checkpoint and raises KeyboardInterrupt.
+    """
+    wall_start = time.perf_counter()
+    out = output_path(config)
+    if overwrite is None:  # an explicit --resume wins over the config's standing `overwrite: true`
+        overwrite = config.output.overwrite and not resume
+    resume_from = outputs.check_output_dir(
+        out, overwrite=overwrite, resume=resume
+    )  # read-only, every process
+
+    args = training_arguments(config, out, resuming=resume_from is not None)
+    is_main = args.process_index == 0
+    with args.main_process_first(desc="output folder"):
+        if is_main:
+            outputs.prepare_output_dir(out, overwrite=overwrite, resume_from=resume_from)
+            (out / outputs.CONFIG_YAML).write_text(dump_config(config), encoding="utf-8")
+
+    from lwap.train.data import load_train_dataset
+
+    with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
+        dataset = load_train_dataset(config.data, config.objective.name)
+
+    trainer, pieces = _build_trainer(config, args, dataset, out, list(callbacks))
+    _announce(config, args, dataset, resume_from)
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+
+    stop = pieces["stop"]
+    if stop.stopped_at_step is not None:
+        if is_main:
+            print(
+                f"lwap train: stopped at step {stop.stopped_at_step}; checkpoint saved in "
+                f"{out / outputs.CHECKPOINTS_DIR}/checkpoint-{stop.stopped_at_step}. Continue with: "
+                f"lwap train {config_path or 'CONFIG'} --resume",
+                flush=True,
+            )
+        raise KeyboardInterrupt
+
+    summary: dict[str, Any] = {}
+    if is_main:
+        model_dir = outputs.save_model_atomically(trainer.model, out)
+        summary = _summary(
+            config, config_path, args, trainer, pieces["timing"], dataset, resume_from, model_dir
+        )
+        summary["wall_time_seconds"] = round(time.perf_counter() - wall_start, 1)
+        outputs.write_json_atomically(summary, out / outputs.SUMMARY_JSON)
+        from lwap.train.report import plot_curves
+
+        plot_curves(
+            trainer.state.log_history,
+            out / outputs.CURVES_PNG,
+            f"{config.model.pooling} · {config.objective.name} · {Path(config.model.backbone).name}",
+        )
+        _print_result(summary, out)
+    if args.world_size > 1:
+        import torch.distributed as dist
+
+        dist.barrier()  # the other processes wait until the model folder is complete
+    return summary
+
+
+def _build_trainer(
+    config: TrainConfig, args: Any, dataset: Any, out: Path, extra_callbacks: list[Any]
+) -> tuple[Any, dict[str, Any]]:
+    from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
+    from torch.utils.tensorboard import SummaryWriter
+    from transformers import set_seed
+    from transformers.integrations import TensorBoardCallback
+
+    from lwap.model import build_model
+    from lwap.train.callbacks import EvaluateAtEnd, MetricsCsv, StopOnSignal, Timing
+    from lwap.train.losses import SimCSELoss
+
+    m = config.model
+    set_seed(config.training.seed)  # the new pooling head starts identical in every process and every run
+    model = build_model(
+        m.backbone,
+        m.pooling,
+        max_seq_length=m.max_seq_length,
+        lwap_layers=m.lwap_layers,
+        score_scale=m.score_scale,
+        weighted_layer_start=m.weighted_layer_start,
+    )
+    loss = SimCSELoss(
+        model,
+        temperature=config.objective.temperature,
+        hard_negative_weight=config.objective.hard_negative_weight,
+        gather_across_devices=args.world_size > 1,
+    )
+    evaluator = None
+    if config.eval.stsb_dev:
+        from lwap.eval.evaluators import stsb_evaluator
+
+        evaluator = stsb_evaluator("dev", batch_size=config.eval.batch_size)
+    stop, timing = StopOnSignal(), Timing()
+    callbacks: list[Any] = [stop, timing, EvaluateAtEnd(evaluate=config.eval.stsb_dev)]
+    if args.process_index == 0:
+        callbacks += [
+            MetricsCsv(out / outputs.METRICS_CSV),
+            TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(out / outputs.TENSORBOARD_DIR))),
+        ]
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        loss=loss,
+        evaluator=evaluator,
+        callbacks=callbacks + extra_callbacks,
+    )
+    return trainer, {"stop": stop, "timing": timing}
+
+
+def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | None) -> None:
+    if args.process_index != 0:
+        return
+    global_batch = config.training.per_device_batch_size * args.world_size
+    processes = f" in {args.world_size} processes" if args.world_size > 1 else ""
+    resumed = f"; resuming from {resume_from}" if resume_from else ""
+    print(
+        f"lwap train: {config.objective.name}, {config.model.pooling} pooling on {config.model.backbone}; "
+        f"{len(dataset):,} training examples, global batch {global_batch}{processes}, "
+        f"{config.training.precision}{resumed}",
+        flush=True,
+    )
+
+
+def _sentences_per_example(config: TrainConfig) -> int:
+    """Input texts read per training example: 1 unsupervised (encoded twice), 2 or 3 supervised."""
+    if config.objective.name == "unsup_simcse":
+        return 1
+    return 3 if config.data.hard_negative_column is not None else 2
+
+
+def _summary(
+    config: TrainConfig,
+    config_path: str | None,
+    args: Any,
+    trainer: Any,
+    timing: Any,
+    dataset: Any,
+    resume_from: Path | None,
+    model_dir: Path,
+) -> dict[str, Any]:
+    import sentence_transformers
+    import torch
+    import transformers
+
+    import lwap
+    from lwap.train.report import dev_scores
+
+    state = trainer.state
+    scores = dev_scores(state.log_history)
+    before = next((s for step, s in scores if step == 0), None)
+    best_step, best = max(scores, key=lambda item: item[1]) if scores else (None, None)
+    if config.eval.keep_best and state.best_global_step:
+        best_step, best = int(state.best_global_step), float(state.best_metric)
+    final_step = best_step if config.eval.keep_best else state.global_step
+    final = next((s for step, s in scores if step == final_step), None)
+    steps_here = timing.end_step - timing.start_step
+    examples = steps_here * args.per_device_train_batch_size * args.world_size
+    train_seconds = max(timing.loop_seconds - timing.eval_seconds, 1e-9)
+    examples_per_second = examples / train_seconds if steps_here else None
+    return {
+        "config_file": config_path,
+        "model_dir": str(model_dir),
+        "steps": state.global_step,
+        "max_steps": state.max_steps,
+        "epochs": round(float(state.epoch or 0.0), 4),
+        "train_examples": len(dataset),
+        "global_batch_size": args.per_device_train_batch_size * args.world_size,
+        "processes": args.world_size,
+        "precision": config.training.precision,
+        "resumed_from": str(resume_from) if resume_from else None,
+        "dev_spearman_before": before,
+        "best_dev_spearman": best,
+        "best_step": best_step,
+        "final_model_step": final_step,
+        "final_model_dev_spearman": final,
+        "dev_spearman_by_step": [[step, score] for step, score in scores],
+        "train_loop_seconds": round(timing.loop_seconds, 2),
+        "eval_seconds": round(timing.eval_seconds, 2),
+        "steps_this_run": steps_here,
+        "examples_per_second": round(examples_per_second, 2) if examples_per_second else None,
+        "sentences_per_second": (
+            round(examples_per_second * _sentences_per_example(config), 2) if examples_per_second else None
+        ),
+        "versions": {
+            "lwap": lwap.__version__,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "sentence_transformers": sentence_transformers.__version__,
+        },
+        "config": config.to_dict(),
+    }
+
+
+def _print_result(summary: dict[str, Any], out: Path) -> None:
+    def fmt(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
+    lines = [f"lwap train: finished {summary['steps']} steps; model saved to {summary['model_dir']}"]
+    if summary["best_dev_spearman"] is not None or summary["dev_spearman_before"] is not None:
+        lines.append(
+            f"STS-B dev Spearman: before training {fmt(summary['dev_spearman_before'])}, "
+            f"after training {fmt(summary['final_model_dev_spearman'])} "
+            f"(model from step {summary['final_model_step']}; best {fmt(summary['best_dev_spearman'])} "
+            f"at step {summary['best_step']})"
+        )
+    speed = summary["sentences_per_second"]
+    lines.append(
+        f"wall time {summary['wall_time_seconds']:.0f} s "
+        f"(training loop {summary['train_loop_seconds']:.0f} s, "
+        f"of which evaluation {summary['eval_seconds']:.0f} s); "
+        f"{'n/a' if speed is None else f'{speed:.1f}'} training sentences/s ({summary['precision']}, "
+        f"{summary['processes']} process{'es' if summary['processes'] > 1 else ''})"
+    )
+    lines.append(f"summary: {out / outputs.SUMMARY_JSON}; curves: {out / outputs.CURVES_PNG}")
+    print("\n".join(lines), flush=True)
