@@ -15,6 +15,7 @@ from lwap.errors import LwapError
 
 SUBCOMMANDS = {
     "encode": "lwap.encode_cli",
+    "eval": "lwap.eval.cli",
 }
 
 
