@@ -43,27 +43,23 @@ def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path
     valid = [*STS_TASKS, *SEARCH_TASKS, *TASK_GROUPS]
     for task in tasks:
         key = task.lower()
-        if key in TASK_GROUPS:
-            for name in TASK_GROUPS[key]:
-                (sts.add(name) if name in STS_TASKS else search.setdefault(name, Path()))
-        elif key in STS_TASKS:
-            sts.add(key)
-        elif key in SEARCH_TASKS:
-            search.setdefault(key, Path())
-        elif Path(task).expanduser().is_dir():
-            folder = Path(task).expanduser()
-            search[folder.resolve().name] = folder
-        else:
-            close = difflib.get_close_matches(key, valid, n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise ConfigError(
-                f"unknown task {task!r}{hint}; valid: {', '.join(valid)}, or the path of a BEIR-layout folder"
-            )
+        for name in TASK_GROUPS.get(key, (key,)):
+            if name in STS_TASKS:
+                sts.add(name)
+            elif name in SEARCH_TASKS:
+                search.setdefault(name, data_dir() / SEARCH_TASKS[name])
+            elif Path(task).expanduser().is_dir():
+                folder = Path(task).expanduser()
+                search[folder.resolve().name] = folder
+            else:
+                close = difflib.get_close_matches(key, valid, n=3)
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                raise ConfigError(
+                    f"unknown task {task!r}{hint}; valid: {', '.join(valid)}, "
+                    "or the path of a BEIR-layout folder"
+                )
     if not sts and not search:
         raise ConfigError("no tasks given")
-    for name, folder in search.items():
-        if folder == Path():
-            search[name] = data_dir() / SEARCH_TASKS[name]
     return [t for t in STS_TASKS if t in sts], list(search.items())
 
 

@@ -91,4 +91,6 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(results))
     for path in results.get("files", []):
         print(f"wrote {path}")
+    if args.output is None:
+        log("pass --output DIR to keep results.json, results.md (and the layer-attention PNG)")
     return 0

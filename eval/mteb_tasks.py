@@ -17,6 +17,7 @@ the per-subset Spearman by the subset sizes, as lwap's own scorer does.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,14 +138,23 @@ def make_search_task(dataset: BeirDataset) -> LocalRetrievalTask:
 
 
 class _CountingWrapper(SentenceTransformerEncoderWrapper):
-    """mteb's own wrapper for SentenceTransformer models, counting the texts it encodes per task."""
+    """mteb's own wrapper for SentenceTransformer models, counting the texts it encodes per task.
 
-    def __init__(self, model: SentenceTransformer) -> None:
+    bf16 autocast covers the encoding only; mteb's similarity and scoring stay in fp32.
+    """
+
+    def __init__(self, model: SentenceTransformer, precision: str = "fp32") -> None:
         super().__init__(model)
+        self.precision = precision
         self.encoded: dict[str, int] = {}
 
     def encode(self, inputs: Any, *, task_metadata: TaskMetadata, **kwargs: Any) -> Any:
-        embeddings = super().encode(inputs, task_metadata=task_metadata, **kwargs)
+        with autocast(self.precision):
+            embeddings = super().encode(inputs, task_metadata=task_metadata, **kwargs)
+        if hasattr(embeddings, "float"):  # torch tensor: upcast, as mteb's own postprocessing does
+            embeddings = embeddings.float()
+        elif hasattr(embeddings, "astype"):
+            embeddings = embeddings.astype("float32", copy=False)
         self.encoded[task_metadata.name] = self.encoded.get(task_metadata.name, 0) + len(embeddings)
         return embeddings
 
@@ -163,11 +173,12 @@ def evaluate_with_mteb(
     import mteb
 
     logging.getLogger("mteb").setLevel(logging.ERROR)
-    wrapper = _CountingWrapper(model)
     tasks = [make_sts_task(t, aggregation) for t in sts_tasks] + [make_search_task(d) for d in search_sets]
     if not tasks:
         return {}, {}
-    with autocast(precision):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # mteb calls a renamed sentence-transformers method
+        wrapper = _CountingWrapper(model, precision)
         result = mteb.evaluate(
             wrapper,
             tasks,

@@ -8,6 +8,7 @@ pytrec_eval. The two agree on binary datasets such as SciFact.
 
 from __future__ import annotations
 
+import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 from sentence_transformers.util import cos_sim
@@ -25,6 +26,12 @@ SEARCH_METRICS = {
     "map@100": "map@100",
 }
 MAIN_SEARCH_METRIC = "ndcg@10"
+
+
+def _cosine_fp32(queries: torch.Tensor, documents: torch.Tensor) -> torch.Tensor:
+    """Cosine scores in fp32 even under bf16 autocast: bf16 scores (8-bit mantissa) would tie many ranks."""
+    with torch.autocast("cpu", enabled=False):
+        return cos_sim(queries.float(), documents.float())
 
 
 def score_search(
@@ -48,7 +55,7 @@ def score_search(
         batch_size=batch_size,
         show_progress_bar=show_progress_bar,
         write_csv=False,
-        score_functions={"cosine": cos_sim},
+        score_functions={"cosine": _cosine_fp32},
         main_score_function="cosine",
         name=dataset.name,
     )

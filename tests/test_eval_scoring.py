@@ -112,3 +112,18 @@ def test_search_metrics_on_a_three_document_corpus(tmp_path) -> None:
     assert result["recall@1"] == pytest.approx(100 / 3)
     assert result["recall@10"] == result["recall@100"] == pytest.approx(100.0)
     assert result["score"] == result["ndcg@10"]
+
+
+@pytest.mark.integration
+def test_training_stsb_dev_evaluator_agrees_with_own_scorer(tiny_bert) -> None:
+    """`stsb_evaluator` (sentence-transformers, used for model selection) and lwap's scorer: same number."""
+    from lwap import build_model
+    from lwap.eval import stsb_evaluator
+    from lwap.eval.sts_data import load_sts_task
+
+    model = build_model(str(tiny_bert), "lwap").eval()
+    evaluator = stsb_evaluator("dev", batch_size=64)
+    theirs = evaluator(model)[evaluator.primary_metric] * 100
+    ours = score_sts_tasks(model, [load_sts_task("stsb", split="dev")])["stsb"]
+    assert ours["pairs"] == 1500
+    assert theirs == pytest.approx(ours["score"], abs=0.01)
