@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from datasets import Dataset, DatasetDict
+from datasets.utils import logging as datasets_logging
 from mteb.abstasks.retrieval import AbsTaskRetrieval
 from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 from mteb.abstasks.sts import AbsTaskSTS
@@ -176,19 +177,27 @@ def evaluate_with_mteb(
     tasks = [make_sts_task(t, aggregation) for t in sts_tasks] + [make_search_task(d) for d in search_sets]
     if not tasks:
         return {}, {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # mteb calls a renamed sentence-transformers method
-        wrapper = _CountingWrapper(model, precision)
-        result = mteb.evaluate(
-            wrapper,
-            tasks,
-            encode_kwargs={"batch_size": batch_size, "show_progress_bar": show_progress_bar},
-            cache=None,
-            co2_tracker=False,
-            overwrite_strategy="always",
-            show_progress_bar=show_progress_bar,
-            raise_error=True,
-        )
+    bars_were_on = datasets_logging.is_progress_bar_enabled()
+    if not show_progress_bar:
+        datasets_logging.disable_progress_bar()  # mteb's `datasets.map` calls show bars of their own
+    try:
+        with warnings.catch_warnings():
+            # mteb calls a sentence-transformers method that was renamed (a FutureWarning per call)
+            warnings.simplefilter("ignore", FutureWarning)
+            wrapper = _CountingWrapper(model, precision)
+            result = mteb.evaluate(
+                wrapper,
+                tasks,
+                encode_kwargs={"batch_size": batch_size, "show_progress_bar": show_progress_bar},
+                cache=None,
+                co2_tracker=False,
+                overwrite_strategy="always",
+                show_progress_bar=show_progress_bar,
+                raise_error=True,
+            )
+    finally:
+        if bars_were_on:
+            datasets_logging.enable_progress_bar()
     scores = {r.task_name: r.scores["test"] for r in result.task_results}
     silent = [t.metadata.name for t in tasks if not wrapper.encoded.get(t.metadata.name)]
     if silent:

@@ -149,3 +149,16 @@ def test_option_errors(lwap_folder, tmp_path) -> None:
         evaluate_model(lwap_folder, ["stsb"], aggregation="mean")
     (tmp_path / "file").write_text("x")
     assert main(["eval", str(lwap_folder), "--tasks", "stsb", "--output", str(tmp_path / "file")]) == 2
+
+
+def test_any_beir_folder_is_a_task(tmp_path) -> None:
+    """A folder path in `tasks` is evaluated as a BEIR dataset named after the folder (known answer)."""
+    from eval_mirror import fruit_model, write_beir
+
+    docs = [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(["apple", "banana", "cherry"])]
+    queries = [{"_id": "q1", "text": "banana banana cherry"}]
+    folder = write_beir(tmp_path / "fruit-search", docs, queries, [("q1", "d2", 1)])
+    results = evaluate_model(fruit_model(), [str(folder)], model_name="fruit")
+    assert list(results["search"]) == ["fruit-search"] and results["sts"] == {}
+    assert results["search"]["fruit-search"]["mrr@10"] == pytest.approx(50.0)  # cherry ranks 2nd
+    assert "fruit-search nDCG@10" in format_table(results)
