@@ -16,6 +16,7 @@ from lwap.errors import LwapError
 SUBCOMMANDS = {
     "encode": "lwap.encode_cli",
     "train": "lwap.train.cli",
+    "eval": "lwap.eval.cli",
 }
 
 

@@ -1,0 +1,275 @@
+"""`evaluate_model`: the whole evaluation (STS suite, semantic search, layer profile) as one library call.
+
+`lwap eval` and the benchmark scripts both call this; it returns the dict that becomes `results.json`.
+All data is read and checked before the first sentence is encoded, so a bad file fails in a second,
+not after minutes of encoding.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from sentence_transformers import SentenceTransformer
+
+from lwap.encoding import PRECISIONS
+from lwap.errors import ConfigError
+from lwap.eval.beir_data import SCIFACT_FOLDER, BeirDataset, load_beir
+from lwap.eval.layer_profile import LayerAttentionRecorder
+from lwap.eval.search import score_search
+from lwap.eval.sts_data import STS_TASKS, VARIANTS, load_sts_task
+from lwap.eval.sts_scoring import AGGREGATIONS, score_sts_tasks
+from lwap.model import find_lwap, load_model
+from lwap.paths import data_dir
+
+SEARCH_TASKS = {"scifact": SCIFACT_FOLDER}  # name -> folder under the data mirror
+DEFAULT_TASKS = (*STS_TASKS, "scifact")
+TASK_GROUPS = {"sts": STS_TASKS, "search": tuple(SEARCH_TASKS), "all": DEFAULT_TASKS}
+PROFILE_TASK = "stsb"  # the layer-attention profile is taken over the STS-B test sentences
+
+
+def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path]]]:
+    """STS task names (in table order) and (name, folder) of search datasets; ConfigError for unknown names.
+
+    A task is an STS name, `scifact`, a group (`sts`, `search`, `all`), or the path of a BEIR folder.
+    """
+    sts: set[str] = set()
+    search: dict[str, Path] = {}
+    valid = [*STS_TASKS, *SEARCH_TASKS, *TASK_GROUPS]
+    for task in tasks:
+        key = task.lower()
+        for name in TASK_GROUPS.get(key, (key,)):
+            if name in STS_TASKS:
+                sts.add(name)
+            elif name in SEARCH_TASKS:
+                search.setdefault(name, data_dir() / SEARCH_TASKS[name])
+            elif Path(task).expanduser().is_dir():
+                folder = Path(task).expanduser()
+                search[folder.resolve().name] = folder
+            else:
+                close = difflib.get_close_matches(key, valid, n=3)
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                raise ConfigError(
+                    f"unknown task {task!r}{hint}; valid: {', '.join(valid)}, "
+                    "or the path of a BEIR-layout folder"
+                )
+    if not sts and not search:
+        raise ConfigError("no tasks given")
+    return [t for t in STS_TASKS if t in sts], list(search.items())
+
+
+def _check_options(
+    variant: str,
+    aggregation: str,
+    batch_size: int,
+    precision: str,
+    bootstrap: int,
+    max_seq_length: int | None,
+) -> None:
+    if variant not in VARIANTS:
+        raise ConfigError(f"data variant must be one of {VARIANTS}, got {variant!r}")
+    if aggregation not in AGGREGATIONS:
+        raise ConfigError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if batch_size < 1:
+        raise ConfigError(f"batch size must be at least 1, got {batch_size}")
+    if bootstrap < 0:
+        raise ConfigError(f"bootstrap resamples must be 0 (off) or more, got {bootstrap}")
+    if max_seq_length is not None and max_seq_length < 1:
+        raise ConfigError(f"max sequence length must be at least 1, got {max_seq_length}")
+
+
+def _versions(use_mteb: bool) -> dict[str, str]:
+    import sentence_transformers
+    import torch
+    import transformers
+
+    import lwap
+
+    versions = {
+        "lwap": lwap.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+    }
+    if use_mteb:
+        import mteb
+
+        versions["mteb"] = mteb.__version__
+    return versions
+
+
+def evaluate_model(
+    model: SentenceTransformer | str | os.PathLike[str],
+    tasks: Sequence[str] = DEFAULT_TASKS,
+    *,
+    variant: str = "senteval",
+    aggregation: str = "all",
+    batch_size: int = 128,
+    precision: str = "fp32",
+    bootstrap: int = 0,
+    seed: int = 0,
+    use_mteb: bool = False,
+    max_seq_length: int | None = None,
+    device: str | None = None,
+    model_name: str | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    show_progress_bar: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Evaluate `model` (a SentenceTransformer, a saved folder or a backbone id) and return every figure.
+
+    Scores are × 100. STS: cosine Spearman on the test sets; `aggregation` picks which of `all`/`wmean`
+    is each SemEval set's `score` (both are always reported with lwap's own scorer). Search: nDCG@10 is
+    the `score`. With `output_dir`, also writes results.json, results.md and, for an LWAP model, the
+    layer-attention PNG (`lwap.eval.report.write_outputs`).
+    """
+    say = log or (lambda message: None)
+    _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
+    if output_dir is not None and Path(output_dir).exists() and not Path(output_dir).is_dir():
+        raise ConfigError(f"output {output_dir}: is a file, expected a folder")
+    started = time.perf_counter()
+    sts_names, search_specs = resolve_tasks(tasks)
+
+    say("reading data")
+    sts_tasks = [load_sts_task(name, variant) for name in sts_names]
+    search_sets: list[BeirDataset] = [load_beir(folder, name=name) for name, folder in search_specs]
+
+    if isinstance(model, SentenceTransformer):
+        label = model_name or "in-memory model"
+    else:
+        label = model_name or str(model)
+        say(f"loading {label}")
+        model = load_model(model, device=device)
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    model.eval()
+
+    profile_tasks = [t for t in sts_tasks if t.name == PROFILE_TASK]
+    recorder = LayerAttentionRecorder.for_model(model) if profile_tasks else None
+
+    timing: dict[str, float] = {"reading_data": time.perf_counter() - started}
+    sts_results: dict[str, dict] = {}
+    search_results: dict[str, dict] = {}
+    tick = time.perf_counter()
+    if use_mteb:
+        from lwap.eval.mteb_tasks import evaluate_with_mteb
+
+        options = {
+            "aggregation": aggregation,
+            "batch_size": batch_size,
+            "precision": precision,
+            "show_progress_bar": show_progress_bar,
+        }
+        say(f"mteb: {len(sts_tasks)} STS tasks, {len(search_sets)} search datasets")
+        with recorder.attached() if recorder else nullcontext():
+            first, _ = evaluate_with_mteb(model, profile_tasks, [], **options)
+        rest = [t for t in sts_tasks if t.name != PROFILE_TASK]
+        more, search_results = evaluate_with_mteb(model, rest, search_sets, **options)
+        sts_results = {**first, **more}
+        timing["sts_and_search"] = time.perf_counter() - tick
+    else:
+        if sts_tasks:
+            ordered = profile_tasks + [t for t in sts_tasks if t.name != PROFILE_TASK]
+            count = len(
+                {s for t in sts_tasks for p in t.subsets.values() for s in (*p.sentences1, *p.sentences2)}
+            )
+            say(f"STS: encoding {count:,} distinct sentences of {len(sts_tasks)} tasks")
+            sts_results = score_sts_tasks(
+                model,
+                ordered,
+                aggregation=aggregation,
+                batch_size=batch_size,
+                precision=precision,
+                bootstrap=bootstrap,
+                seed=seed,
+                show_progress_bar=show_progress_bar,
+                while_encoding_first=recorder.attached if recorder else None,
+            )
+            timing["sts"] = time.perf_counter() - tick
+        for data in search_sets:
+            tick = time.perf_counter()
+            say(f"search: {data.name}: {len(data.queries):,} queries, {len(data.corpus):,} documents")
+            search_results[data.name] = score_search(
+                model, data, batch_size=batch_size, precision=precision, show_progress_bar=show_progress_bar
+            )
+            timing[f"search_{data.name}"] = time.perf_counter() - tick
+    if use_mteb and bootstrap:
+        say("note: --bootstrap applies to lwap's own scorer only; ignored with mteb")
+
+    sts_results = {name: sts_results[name] for name in sts_names}  # table order
+    timing["total"] = time.perf_counter() - started
+    results: dict[str, Any] = {
+        "model": {
+            "name": label,
+            "modules": [type(module).__name__ for module in model],
+            "lwap_pooling": find_lwap(model) is not None,
+            "embedding_dimension": model.get_embedding_dimension(),
+            "max_seq_length": model.max_seq_length,
+        },
+        "versions": _versions(use_mteb),
+        "protocol": _protocol(variant, aggregation, precision, batch_size, bootstrap, seed, use_mteb),
+        "sts": sts_results,
+        "sts_average": (sum(r["score"] for r in sts_results.values()) / len(sts_results))
+        if sts_results
+        else None,
+        "search": search_results,
+        "layer_attention": recorder.profile() if recorder is not None else None,
+        "timing_seconds": timing,
+    }
+    if output_dir is not None:
+        from lwap.eval.report import write_outputs
+
+        results["files"] = [str(p) for p in write_outputs(results, Path(output_dir))]
+    return results
+
+
+def _protocol(
+    variant: str, aggregation: str, precision: str, batch_size: int, bootstrap: int, seed: int, use_mteb: bool
+) -> dict[str, Any]:
+    return {
+        "engine": "mteb.evaluate (custom offline tasks)"
+        if use_mteb
+        else "lwap (sentence-transformers encode, scipy)",
+        "scores": "x 100",
+        "sts": {
+            "data_variant": variant,
+            "split": "test",
+            "similarity": "cosine",
+            "correlation": "Spearman",
+            "aggregation": aggregation,
+            "aggregation_meaning": {
+                "all": "STS12-16: all subsets concatenated, one correlation (SimCSE)",
+                "wmean": "STS12-16: per-subset correlations averaged, weighted by pair count (LWAP paper)",
+            },
+            "unscored_pairs": "skipped",
+            "sick_r": "original release text (no SentEval-tokenized copy in the mirror)"
+            if variant != "hub"
+            else "mteb/sickr-sts (all 9,927 SICK pairs)",
+            "average": "mean of the STS columns shown",
+        },
+        "search": {
+            "similarity": "cosine",
+            "main_metric": "nDCG@10",
+            "document_text": "title + ' ' + text",
+            "relevance": "graded (pytrec_eval)" if use_mteb else "binary: judgement score > 0",
+            "split": "test",
+        },
+        "precision": precision,
+        "batch_size": batch_size,
+        "bootstrap": {
+            "resamples": bootstrap,
+            "seed": seed,
+            "confidence": 0.95,
+            "method": "percentile, pairs resampled",
+        }
+        if bootstrap and not use_mteb
+        else None,
+        "data_dir": str(data_dir()) if variant != "hub" else None,
+    }

@@ -1,0 +1,114 @@
+"""Reader for retrieval datasets in BEIR layout: `corpus.jsonl[.gz]`, `queries.jsonl`, `qrels/<split>.tsv`.
+
+Not `beir.GenericDataLoader`: the `beir` package is not a dependency and its loader gives no line numbers
+on bad input. Not mteb's `RetrievalDatasetLoader`: it reads hub datasets only. This reader keeps only the
+queries that have judgements in the split, like both of them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lwap.errors import DataError
+from lwap.eval.text_files import is_header, iter_lines, split_fields
+
+SCIFACT_FOLDER = "beir-scifact"
+
+
+@dataclass(frozen=True)
+class BeirDataset:
+    """Corpus, queries (only those judged in `split`) and graded relevance judgements of one split."""
+
+    name: str
+    folder: str
+    split: str
+    corpus: dict[str, tuple[str, str]]  # doc id -> (title, text)
+    queries: dict[str, str]  # query id -> text
+    qrels: dict[str, dict[str, int]]  # query id -> {doc id: relevance}
+    notes: list[str] = field(default_factory=list)
+
+    def document_text(self, doc_id: str) -> str:
+        """Title and text joined by a space, as BEIR's sentence-transformers models and mteb do."""
+        title, text = self.corpus[doc_id]
+        return f"{title} {text}".strip() if title else text.strip()
+
+
+def _find(folder: Path, stem: str) -> Path:
+    for candidate in (folder / stem, folder / f"{stem}.gz"):
+        if candidate.exists():
+            return candidate
+    raise DataError(f"{folder}: no {stem} or {stem}.gz (expected BEIR layout)")
+
+
+def _read_jsonl(path: Path, need_title: bool) -> dict[str, tuple[str, str]]:
+    rows: dict[str, tuple[str, str]] = {}
+    for number, line in iter_lines(path):
+        where = f"{path}:{number}"
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: expected a JSON object, found {type(row).__name__}")
+        missing = [key for key in ("_id", "text") if key not in row]
+        if missing:
+            raise DataError(f"{where}: missing key(s) {missing}; expected '_id' and 'text'")
+        doc_id, text, title = str(row["_id"]), row["text"], row.get("title") or ""
+        if not isinstance(text, str) or not isinstance(title, str):
+            raise DataError(f"{where}: 'text' and 'title' must be strings")
+        if doc_id in rows:
+            raise DataError(f"{where}: duplicate _id {doc_id!r}")
+        rows[doc_id] = (title if need_title else "", text)
+    if not rows:
+        raise DataError(f"{path}: no records")
+    return rows
+
+
+def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in iter_lines(path):
+        where = f"{path}:{number}"
+        if not line.strip():
+            continue
+        fields = split_fields(line, where, 3, "query-id, corpus-id, score")
+        if number == 1 and is_header(fields[2]):
+            continue
+        try:
+            score = int(fields[2])
+        except ValueError:
+            raise DataError(f"{where}: relevance score {fields[2]!r} is not an integer") from None
+        qrels.setdefault(fields[0].strip(), {})[fields[1].strip()] = score
+    if not qrels:
+        raise DataError(f"{path}: no relevance judgements")
+    return qrels
+
+
+def load_beir(folder: str | Path, split: str = "test", name: str | None = None) -> BeirDataset:
+    """Load a BEIR-layout folder; DataError naming the file and line of anything malformed."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise DataError(
+            f"{root}: {'is a file' if root.exists() else 'no such folder'}, expected a BEIR folder"
+        )
+    qrels = _read_qrels(root / "qrels" / f"{split}.tsv")
+    corpus = _read_jsonl(_find(root, "corpus.jsonl"), need_title=True)
+    all_queries = {qid: text for qid, (_, text) in _read_jsonl(_find(root, "queries.jsonl"), False).items()}
+    notes = []
+    unknown_queries = sorted(q for q in qrels if q not in all_queries)
+    if unknown_queries:
+        raise DataError(
+            f"{root / 'qrels' / (split + '.tsv')}: {len(unknown_queries)} query ids are not in queries.jsonl "
+            f"(first: {unknown_queries[0]!r})"
+        )
+    unknown_docs = sum(1 for docs in qrels.values() for d in docs if d not in corpus)
+    if unknown_docs:
+        notes.append(f"{unknown_docs} judgements name documents missing from the corpus (count as misses)")
+    judged = {qid: docs for qid, docs in qrels.items() if any(score > 0 for score in docs.values())}
+    if len(judged) < len(qrels):
+        notes.append(f"{len(qrels) - len(judged)} queries have no positive judgement and are left out")
+    queries = {qid: all_queries[qid] for qid in all_queries if qid in judged}
+    return BeirDataset(name or root.name, str(root), split, corpus, queries, judged, notes)

@@ -1,0 +1,96 @@
+"""Evaluate a model: STS12–16, STS-B, SICK-R (cosine Spearman x100) and semantic search (SciFact nDCG@10).
+
+Prints one table row; with --output DIR also writes results.json (every figure and the protocol),
+results.md and, for an LWAP model, layer_attention.png (mean attention per layer over STS-B test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "evaluate a model on STS12-16, STS-B, SICK-R and semantic search (SciFact)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "model", help="saved model folder, or a backbone id such as sentence-transformers/all-MiniLM-L6-v2"
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        default=["all"],
+        metavar="TASK",
+        help="sts12 sts13 sts14 sts15 sts16 stsb sickr scifact, groups sts / search / all (default), "
+        "or the path of any BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/test.tsv)",
+    )
+    parser.add_argument(
+        "--aggregation",
+        choices=("all", "wmean"),
+        default="all",
+        help="STS12-16: 'all' = subsets concatenated, one correlation (SimCSE, default); "
+        "'wmean' = per-subset correlations weighted by size (LWAP paper). results.json holds both",
+    )
+    parser.add_argument(
+        "--data",
+        dest="variant",
+        choices=("senteval", "raw", "hub"),
+        default="senteval",
+        help="STS text: SentEval-tokenized copies (published protocol, default), the raw release files, "
+        "or the mteb/*-sts hub datasets (online only)",
+    )
+    parser.add_argument(
+        "--output", default=None, metavar="DIR", help="write results.json, results.md (and the PNG) here"
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="95%% confidence intervals from N resamples of the pairs",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling")
+    parser.add_argument("--mteb", action="store_true", help="compute the scores with mteb.evaluate instead")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument(
+        "--precision", choices=("fp32", "bf16"), default="fp32", help="bf16 autocast on the CPU"
+    )
+    parser.add_argument(
+        "--max-seq-length", type=int, default=None, help="override the model's truncation (tokens)"
+    )
+    parser.add_argument(
+        "--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars and stage messages")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lwap.eval.api import evaluate_model
+    from lwap.eval.report import format_table
+
+    def log(message: str) -> None:
+        if not args.no_progress:
+            print(f"lwap eval: {message}", file=sys.stderr, flush=True)
+
+    results = evaluate_model(
+        args.model,
+        args.tasks,
+        variant=args.variant,
+        aggregation=args.aggregation,
+        batch_size=args.batch_size,
+        precision=args.precision,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        use_mteb=args.mteb,
+        max_seq_length=args.max_seq_length,
+        device=args.device,
+        output_dir=args.output,
+        show_progress_bar=not args.no_progress,
+        log=log,
+    )
+    print(format_table(results))
+    for path in results.get("files", []):
+        print(f"wrote {path}")
+    if args.output is None:
+        log("pass --output DIR to keep results.json, results.md (and the layer-attention PNG)")
+    return 0

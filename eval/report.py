@@ -1,0 +1,172 @@
+"""Turn `evaluate_model`'s results into the stdout table, results.json, results.md and the layer PNG."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from lwap.eval.sts_data import DISPLAY_NAMES
+
+RESULTS_JSON = "results.json"
+RESULTS_MD = "results.md"
+LAYER_PNG = "layer_attention.png"
+SEARCH_COLUMNS = (("ndcg@10", "nDCG@10"), ("mrr@10", "MRR@10"), ("recall@100", "R@100"))
+
+
+def table_columns(results: dict[str, Any]) -> list[tuple[str, float, list[float] | None]]:
+    """(header, score, 95% interval or None) per column: STS tasks, their average, then search metrics."""
+    columns: list[tuple[str, float, list[float] | None]] = [
+        (DISPLAY_NAMES.get(name, name), entry["score"], entry.get("ci95"))
+        for name, entry in results["sts"].items()
+    ]
+    if results["sts"]:
+        columns.append(("Avg.", results["sts_average"], None))
+    for name, entry in results["search"].items():
+        columns += [(f"{name} {label}", entry[key], None) for key, label in SEARCH_COLUMNS]
+    return columns
+
+
+def _model_label(results: dict[str, Any]) -> str:
+    name = results["model"]["name"].rstrip("/\\")
+    return os.path.basename(name) or name
+
+
+def _caption(results: dict[str, Any]) -> str:
+    protocol = results["protocol"]
+    sts = protocol["sts"]
+    parts = [
+        f"{sts['data_variant']} data",
+        f"STS12-16 aggregation '{sts['aggregation']}'",
+        "cosine Spearman x100",
+        f"{protocol['precision']}",
+        "engine mteb" if protocol["engine"].startswith("mteb") else "engine lwap",
+        f"{results['timing_seconds']['total']:.0f} s",
+    ]
+    return ", ".join(parts)
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """The one-row text table printed by `lwap eval` (a 95% CI row is added when bootstrapped)."""
+    columns = table_columns(results)
+    label = _model_label(results)
+    has_ci = any(ci for _, _, ci in columns)
+    ci_label = "95% CI (half-width)"
+    model_width = max(len("model"), len(label), len(ci_label) if has_ci else 0)
+    widths = [max(len(header), 6) for header, _, _ in columns]
+    header = "  ".join(
+        ["model".ljust(model_width), *(h.rjust(w) for (h, _, _), w in zip(columns, widths, strict=True))]
+    )
+    row = "  ".join(
+        [
+            label.ljust(model_width),
+            *(f"{v:.2f}".rjust(w) for (_, v, _), w in zip(columns, widths, strict=True)),
+        ]
+    )
+    lines = [header, row]
+    if has_ci:
+        cells = [
+            (f"±{(ci[1] - ci[0]) / 2:.2f}" if ci else "").rjust(w)
+            for (_, _, ci), w in zip(columns, widths, strict=True)
+        ]
+        lines.append("  ".join([ci_label.ljust(model_width), *cells]).rstrip())
+    lines.append(f"({_caption(results)})")
+    return "\n".join(lines)
+
+
+def format_markdown(results: dict[str, Any]) -> str:
+    """results.md: the same row as a Markdown table, the protocol, and per-subset STS12–16 scores."""
+    columns = table_columns(results)
+    out = [f"# lwap eval: {results['model']['name']}", ""]
+    out.append("| model | " + " | ".join(h for h, _, _ in columns) + " |")
+    out.append("| --- | " + " | ".join("---:" for _ in columns) + " |")
+    out.append(f"| {_model_label(results)} | " + " | ".join(f"{v:.2f}" for _, v, _ in columns) + " |")
+    if any(ci for _, _, ci in columns):
+        cells = [f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "" for _, _, ci in columns]
+        out.append("| 95% CI | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        f"Protocol: {_caption(results)}. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in results["versions"].items())
+        + ".",
+        "",
+    ]
+    semeval = {n: e for n, e in results["sts"].items() if "subsets" in e and len(e["subsets"]) > 1}
+    if semeval:
+        out += [
+            "## STS12–16 by subset (Spearman x100, pairs)",
+            "",
+            "| task | all | wmean | subsets |",
+            "| --- | ---: | ---: | --- |",
+        ]
+        for name, entry in semeval.items():
+            subsets = ", ".join(
+                f"{s} {v['spearman']:.2f} ({v['pairs']})" for s, v in entry["subsets"].items()
+            )
+            all_ = f"{entry['all']:.2f}" if "all" in entry else "—"
+            wmean = f"{entry['wmean']:.2f}" if "wmean" in entry else "—"
+            out.append(f"| {DISPLAY_NAMES.get(name, name)} | {all_} | {wmean} | {subsets} |")
+        out.append("")
+    if results.get("layer_attention") and results["layer_attention"]["sentences"]:
+        profile = results["layer_attention"]
+        out += [
+            f"## Layer attention (mean over {profile['sentences']:,} STS-B test sentences)",
+            "",
+            "| layer | " + " | ".join("emb" if i == 0 else str(i) for i in profile["layers"]) + " |",
+            "| --- | " + " | ".join("---:" for _ in profile["layers"]) + " |",
+            "| attention | " + " | ".join(f"{w:.3f}" for w in profile["mean_attention"]) + " |",
+            "",
+            f"![layer attention]({LAYER_PNG})",
+            "",
+        ]
+    return "\n".join(out)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a crash never leaves a half-written results file."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; results are meant to be shared
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_outputs(results: dict[str, Any], output_dir: Path) -> list[Path]:
+    """results.json, results.md and (LWAP models evaluated on STS-B) layer_attention.png in `output_dir`."""
+    from lwap.errors import ConfigError
+
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ConfigError(f"output {output_dir}: is a file, expected a folder")
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"output {output_dir}: cannot create the folder ({error.strerror})") from None
+    try:
+        return _write_files(results, output_dir)
+    except OSError as error:
+        raise ConfigError(f"output {output_dir}: cannot write results ({error.strerror or error})") from None
+
+
+def _write_files(results: dict[str, Any], output_dir: Path) -> list[Path]:
+    written = []
+    profile = results.get("layer_attention")
+    if profile and profile["sentences"]:
+        from lwap.eval.layer_profile import plot_layer_attention
+
+        title = f"{_model_label(results)}: which layers LWAP attends to (STS-B test)"
+        written.append(plot_layer_attention(profile, output_dir / LAYER_PNG, title))
+    md = output_dir / RESULTS_MD
+    _write_atomic(md, format_markdown(results))
+    written.append(md)
+    path = output_dir / RESULTS_JSON
+    files = [str(p) for p in [*written, path]]
+    _write_atomic(path, json.dumps({**results, "files": files}, indent=2) + "\n")
+    return [*written, path]
