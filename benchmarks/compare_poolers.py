@@ -50,6 +50,7 @@ def commit() -> str:
 
 def run_logged(command: list[str], log: Path) -> None:
     """Run a lwap command, its output appended to `log`; stop the grid if it fails."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a", encoding="utf-8") as handle:
         handle.write(f"$ {' '.join(command)}\n")
         handle.flush()
