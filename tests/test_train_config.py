@@ -132,6 +132,8 @@ def test_unknown_key_names_file_key_and_close_matches(tmp_path: Path) -> None:
         ({"training": {"per_device_batch_size": 6.5}}, "training.per_device_batch_size", "integer"),
         ({"training": {"progress_bar": "yes please"}}, "training.progress_bar", "true or false"),
         ({"training": {"seed": True}}, "training.seed", "integer"),
+        ({"training": {"fast_dropout": "yes"}}, "training.fast_dropout", "true or false"),
+        ({"training": {"keep_freed_memory": 1}}, "training.keep_freed_memory", "true or false"),
         ({"training": {"learning_rate": "fast"}}, "training.learning_rate", "number"),
         ({"model": {"lwap_layers": 3}}, "model.lwap_layers", "list"),
         ({"model": {"backbone": 12}}, "model.backbone", "string"),
@@ -158,6 +160,9 @@ def test_wrong_type(tmp_path: Path, sections: dict, key: str, expected: str) -> 
         ({"data": {"max_examples": 0}}, "data.max_examples"),
         ({"output": {"save_steps": 7}, "eval": {"eval_steps": 5}}, "output.save_steps"),
         ({"eval": {"stsb_dev": False, "keep_best": True}}, "eval.keep_best"),
+        ({"training": {"length_group_size": 0}}, "training.length_group_size"),
+        ({"training": {"attention": "flash"}}, "training.attention"),
+        ({"training": {"batch_sampler": "by_length"}}, "training.batch_sampler"),
     ],
 )
 def test_impossible_values(tmp_path: Path, sections: dict, key: str) -> None:

@@ -28,7 +28,8 @@ from lwap.pooling import SCORE_SCALES
 OBJECTIVES = ("unsup_simcse", "sup_simcse")
 PRECISIONS = ("fp32", "bf16")
 LR_SCHEDULERS = ("linear", "constant", "constant_with_warmup", "cosine")
-BATCH_SAMPLERS = ("random", "no_duplicates")
+BATCH_SAMPLERS = ("random", "no_duplicates", "length_grouped")
+ATTENTIONS = ("sdpa", "eager")
 
 
 @dataclass
@@ -91,7 +92,11 @@ class TrainingConfig:
     precision: str = "fp32"  # fp32 | bf16 (autocast; on the CPU too)
     seed: int = 42
     drop_last: bool = True  # drop the last incomplete batch (required with more than one process)
-    batch_sampler: str = "random"  # random (SimCSE) | no_duplicates (no repeated text within a batch)
+    batch_sampler: str = "random"  # random (SimCSE) | no_duplicates | length_grouped (less padding, faster)
+    attention: str = "sdpa"  # backbone attention in training: sdpa | eager (fast_dropout.py)
+    fast_dropout: bool = False  # cheaper dropout masks, same rate and scaling (fast_dropout.py)
+    keep_freed_memory: bool = False  # glibc malloc keeps freed memory: no page faults per step (allocator.py)
+    length_group_size: int = 16  # length_grouped: batches per group sorted by token length (sampling.py)
     logging_steps: int = 10
     progress_bar: bool = True
 
@@ -351,6 +356,8 @@ def _check_values(c: TrainConfig, source: str) -> None:
     _choice(t.lr_scheduler, LR_SCHEDULERS, "training.lr_scheduler", source)
     _choice(t.precision, PRECISIONS, "training.precision", source)
     _choice(t.batch_sampler, BATCH_SAMPLERS, "training.batch_sampler", source)
+    _choice(t.attention, ATTENTIONS, "training.attention", source)
+    need(t.length_group_size >= 1, "training.length_group_size", "at least 1", t.length_group_size)
 
     e = c.eval
     need(e.eval_steps >= 1, "eval.eval_steps", "at least 1", e.eval_steps)

@@ -16,7 +16,13 @@ from lwap.errors import ConfigError
 from lwap.train import outputs
 from lwap.train.config import TrainConfig, dump_config
 
-BATCH_SAMPLER_NAMES = {"random": "batch_sampler", "no_duplicates": "no_duplicates"}
+# sentence-transformers' sampler names; length_grouped starts as the plain sampler and is replaced in
+# _build_trainer, once the model's tokenizer can measure the examples (lwap.train.sampling)
+BATCH_SAMPLER_NAMES = {
+    "random": "batch_sampler",
+    "no_duplicates": "no_duplicates",
+    "length_grouped": "batch_sampler",
+}
 
 
 def output_path(config: TrainConfig) -> Path:
@@ -153,6 +159,10 @@ def _build_trainer(
     from lwap.train.callbacks import EvaluateAtEnd, MetricsCsv, StopOnSignal, Timing
     from lwap.train.losses import SimCSELoss
 
+    if config.training.keep_freed_memory:
+        from lwap.train.allocator import keep_freed_memory
+
+        keep_freed_memory()  # before the model and optimizer allocate
     m = config.model
     set_seed(config.training.seed)  # the new pooling head starts identical in every process and every run
     model = build_model(
@@ -169,6 +179,15 @@ def _build_trainer(
         hard_negative_weight=config.objective.hard_negative_weight,
         gather_across_devices=args.world_size > 1,
     )
+    if config.training.attention != "sdpa" or config.training.fast_dropout:
+        from lwap.train.fast_dropout import configure_for_training
+
+        configure_for_training(model, config.training.attention, config.training.fast_dropout)
+    if config.training.batch_sampler == "length_grouped":
+        from lwap.train.sampling import LengthGroupedBatches, token_lengths
+
+        lengths = token_lengths(dataset, model.tokenizer, model.max_seq_length)
+        args.batch_sampler = LengthGroupedBatches(lengths, config.training.length_group_size)
     evaluator = None
     if config.eval.stsb_dev:
         from lwap.eval.evaluators import stsb_evaluator
