@@ -220,6 +220,8 @@ def lwap_train_variant(
     """The trainer `lwap train configs/quickstart.yaml` builds, with evaluation and checkpoints off."""
 
     def build() -> tuple[Callable[[int], list[Step]], Shapes]:
+        from transformers.trainer_utils import SaveStrategy
+
         from lwap.train.callbacks import EvaluateAtEnd
         from lwap.train.config import load_config
         from lwap.train.data import load_train_dataset
@@ -244,6 +246,7 @@ def lwap_train_variant(
         clock = Clock()
         trainer, _ = _build_trainer(config, args, dataset, out, [clock_callback(clock)])
         trainer.remove_callback(EvaluateAtEnd)  # it would save a checkpoint after the last step
+        trainer.args.save_strategy = SaveStrategy.NO  # transformers too, at the end (outside the timed steps)
         record_forwards(trainer.model[0], clock.sink)
         return trainer_runner(trainer, clock, threads), backbone_shapes(trainer.model[0].auto_model)
 
