@@ -76,11 +76,15 @@ def run(name: str, overrides: list[str], seed: int, steps: int, runs: Path) -> d
 
 def markdown(results: list[dict], meta: dict) -> str:
     base = {r["seed"]: r for r in results if r["setting"] == "baseline"}
+    earlier = meta.get("earlier", meta)
+    commits = {r.get("commit", earlier["commit"]) for r in results}
+    commands = dict.fromkeys([earlier.get("command", "python benchmarks/speed_levers.py"), meta["command"]])
     lines = [
         "STS-B dev Spearman (cosine) of `lwap train configs/quickstart.yaml` shortened to "
         f"{meta['steps']} steps "
-        f"(evaluated every 50), per lever setting and seed; `python benchmarks/speed_levers.py` "
-        f"({meta['date']}, commit {meta['commit']}, OMP_NUM_THREADS={meta['threads']}, load average "
+        "(evaluated every 50), per lever setting and seed; " + " and ".join(f"`{c}`" for c in commands) + " "
+        f"({meta['date']}, commit {', '.join(sorted(commits))}, OMP_NUM_THREADS={meta['threads']}, "
+        "load average "
         f"{meta['load_before']:.1f} at the start"
         + ("; the machine was busy" if meta["load_before"] > 0.5 else "")
         + ").",
@@ -114,6 +118,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="42,43", help="seeds for baseline and all; the rest use the first")
     parser.add_argument("--runs", default="/tmp/lwap-speed-levers", help="where the trained models go")
     parser.add_argument("--only", help="comma-separated setting names (default: all)")
+    parser.add_argument("--every-seed", action="store_true", help="run every setting with every seed")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     names = args.only.split(",") if args.only else list(SETTINGS)
@@ -129,15 +134,25 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d"),
         "threads": os.environ.get("OMP_NUM_THREADS", "default"),
         "load_before": os.getloadavg()[0],
+        "command": " ".join(["python benchmarks/speed_levers.py", *sys.argv[1:]]),
     }
+    # runs accumulate across invocations (same steps): a rerun of a setting and seed replaces the old one
+    previous = RESULTS / "results.json"
     results = []
+    if previous.is_file():
+        old = json.loads(previous.read_text())
+        if old["meta"]["steps"] == args.steps:
+            results, meta["earlier"] = old["runs"], old["meta"]
+    order = list(SETTINGS)
     for seed_index, seed in enumerate(seeds):
         for name in names:
-            if seed_index > 0 and name not in ("baseline", "all"):
+            if seed_index > 0 and name not in ("baseline", "all") and not args.every_seed:
                 continue
-            results.append(run(name, SETTINGS[name], seed, args.steps, Path(args.runs)))
+            done = run(name, SETTINGS[name], seed, args.steps, Path(args.runs)) | {"commit": meta["commit"]}
+            results = [r for r in results if (r["setting"], r["seed"]) != (name, seed)] + [done]
+            results.sort(key=lambda r: (r["seed"], order.index(r["setting"])))
             RESULTS.mkdir(parents=True, exist_ok=True)
-            (RESULTS / "results.json").write_text(json.dumps({"meta": meta, "runs": results}, indent=1))
+            previous.write_text(json.dumps({"meta": meta, "runs": results}, indent=1))
             (RESULTS / "results.md").write_text(markdown(results, meta), encoding="utf-8")
     print(markdown(results, meta))
 
