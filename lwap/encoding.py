@@ -22,7 +22,7 @@ from numpy.lib.format import write_array_header_1_0
 from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
-from lwap.errors import DataError, InputError
+from lwap.errors import DataError, InputError, OutputWriteError
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -142,7 +142,13 @@ def encode_file(
         def write_chunk() -> None:
             nonlocal done, chunk
             embeddings = encode(model, chunk, batch_size=batch_size, normalize=normalize, precision=precision)
-            handle.write(np.ascontiguousarray(embeddings, dtype="<f4").tobytes())
+            try:
+                handle.write(np.ascontiguousarray(embeddings, dtype="<f4").tobytes())
+                handle.flush()
+            except OSError as error:  # disk full, file size limit: say so, and leave no partial file
+                raise OutputWriteError(
+                    f"{output_path}: cannot write embeddings ({error.strerror or error})"
+                ) from None
             done += len(chunk)
             bar.update(len(chunk))
             chunk = []
@@ -159,7 +165,8 @@ def encode_file(
                 raise DataError(f"{input_path}: changed while being encoded ({total} lines, then {done})")
         finally:
             if done != total:
-                handle.close()
+                with contextlib.suppress(OSError):  # the write error is already on its way up
+                    handle.close()
                 partial.unlink(missing_ok=True)
         os.replace(partial, output)
         return total

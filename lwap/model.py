@@ -117,7 +117,17 @@ def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) 
         if not path.exists():  # a hub id for online users: sentence-transformers checks what it downloads
             return SentenceTransformer(name, device=device)
     check_model_folder(path)
-    return SentenceTransformer(str(path), device=device, trust_remote_code=True, local_files_only=True)
+    try:
+        return SentenceTransformer(
+            str(path),
+            device=device,
+            trust_remote_code=True,
+            local_files_only=True,
+            model_kwargs={"use_safetensors": True},  # never unpickle backbone weights (pytorch_model.bin)
+        )
+    except OSError as error:  # missing or non-safetensors weights, unreadable files
+        first_line = next(iter(str(error).strip().splitlines()), type(error).__name__)
+        raise ModelLoadError(f"cannot load model {str(path)!r}: {first_line}") from error
 
 
 def check_model_folder(path: Path) -> None:
