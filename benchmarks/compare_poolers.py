@@ -36,6 +36,7 @@ STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 STS_LABELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
 BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
 EVAL_PRECISION = "bf16"  # changes no score by more than 0.06 (README, evaluation baselines), halves the time
+EVAL_MAX_SEQ_LENGTH = 256  # the backbone's own inference length, for every row (training truncates to 32)
 
 
 def commit() -> str:
@@ -61,7 +62,8 @@ def run_logged(command: list[str], log: Path) -> None:
 
 def evaluate(model: str, out: Path, log: Path) -> dict[str, Any]:
     command = [sys.executable, "-m", "lwap", "eval", model, "--tasks", "all", "--output", str(out)]
-    run_logged([*command, "--precision", EVAL_PRECISION, "--no-progress"], log)
+    options = ["--precision", EVAL_PRECISION, "--max-seq-length", str(EVAL_MAX_SEQ_LENGTH), "--no-progress"]
+    run_logged([*command, *options], log)
     return json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 
@@ -115,6 +117,7 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path) -> None:
             k: summary.get(k) for k in ("steps", "dev_spearman_before", "best_dev_spearman", "best_step")
         },
         "eval_precision": EVAL_PRECISION,
+        "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
         "scores": scores(results),
     }
     cell_file.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
@@ -133,6 +136,7 @@ def run_reference(work: Path) -> None:
         "commit": commit(),
         "eval_wall_seconds": round(time.perf_counter() - tick, 1),
         "eval_precision": EVAL_PRECISION,
+        "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
         "scores": scores(results),
     }
     cell_file.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
@@ -279,7 +283,8 @@ gives every pooler the same data order):
 - unsupervised: `configs/compare/unsup-minilm.yaml`, 200 steps × 64 Wikipedia sentences, lr 3e-5, bf16;
 - supervised: `configs/compare/sup-minilm.yaml`, 1 epoch = 99 steps × 64 SNLI triplets, lr 2e-5, bf16;
 - both: τ = 0.05, max length 32, STS-B dev every 50 / 33 steps, the best checkpoint kept (SimCSE's
-  model selection), then `lwap eval --tasks all --precision bf16` (senteval data; cosine Spearman × 100).
+  model selection), then `lwap eval --tasks all --precision bf16 --max-seq-length 256` (senteval data;
+  cosine Spearman × 100; 256 tokens = the backbone's own inference length, for every row).
 
 Cells show mean ± standard deviation over seeds. STS12–16 columns use `all` aggregation (SimCSE);
 Avg. (wmean) averages the seven tasks with STS12–16 under `wmean` (the LWAP paper's). "dev before → best"

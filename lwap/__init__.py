@@ -1,21 +1,39 @@
-"""lwap: contrastive sentence-embedding training (SimCSE) with layer-wise attention pooling."""
+"""lwap: contrastive sentence-embedding training (SimCSE) with layer-wise attention pooling.
 
-from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone
-from lwap.errors import LwapError
-from lwap.model import POOLINGS, build_model, find_lwap, load_model
-from lwap.poolers import LayerMean, TrainingOnlyMLP
-from lwap.pooling import LayerwiseAttentionPooling
+The public names are imported on first use (PEP 562), so `import lwap.errors` or `lwap --help` does not
+pay for importing torch and sentence-transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = [
-    "DEFAULT_BACKBONE",
-    "POOLINGS",
-    "LayerMean",
-    "LayerwiseAttentionPooling",
-    "LwapError",
-    "TrainingOnlyMLP",
-    "build_model",
-    "find_lwap",
-    "load_model",
-    "resolve_backbone",
-]
+
+_EXPORTS = {
+    "DEFAULT_BACKBONE": "lwap.backbones",
+    "resolve_backbone": "lwap.backbones",
+    "LwapError": "lwap.errors",
+    "POOLINGS": "lwap.model",
+    "build_model": "lwap.model",
+    "find_lwap": "lwap.model",
+    "load_model": "lwap.model",
+    "LayerMean": "lwap.poolers",
+    "TrainingOnlyMLP": "lwap.poolers",
+    "LayerwiseAttentionPooling": "lwap.pooling",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on first use
+    from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone  # noqa: F401
+    from lwap.errors import LwapError  # noqa: F401
+    from lwap.model import POOLINGS, build_model, find_lwap, load_model  # noqa: F401
+    from lwap.poolers import LayerMean, TrainingOnlyMLP  # noqa: F401
+    from lwap.pooling import LayerwiseAttentionPooling  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'lwap' has no attribute {name!r}")

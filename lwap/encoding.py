@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from numpy.lib.format import open_memmap
+from numpy.lib.format import write_array_header_1_0
 from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
-from lwap.errors import DataError, InputError
+from lwap.errors import DataError, InputError, OutputWriteError
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -110,8 +110,11 @@ def encode_file(
 ) -> int:
     """Encode one sentence per line of `input_path` ("-" = stdin) into `output_path` (.npy); return rows.
 
-    Memory stays bounded by `chunk_lines`: embeddings go straight into a memory-mapped `.npy`, written
-    under a temporary name and renamed when complete, so a crash never leaves a plausible result.
+    Memory stays bounded by `chunk_lines`: the lines are counted first, the `.npy` header is written for
+    that shape, and each chunk's embeddings are appended as they come. (Writing through a memory map
+    would keep every written page resident: 1.5 GB of RSS for 1M × 384.) The file is written under a
+    temporary name and renamed when complete, so a crash never leaves a plausible result; read it back
+    with `np.load(path, mmap_mode="r")` to keep memory bounded there too.
     """
     with contextlib.ExitStack() as stack:
         if input_path == "-":
@@ -128,16 +131,24 @@ def encode_file(
         output = Path(output_path)
         output.parent.mkdir(parents=True, exist_ok=True)
         partial = output.with_name(output.name + ".partial")
-        shape = (total, model.get_embedding_dimension())
-        rows = open_memmap(partial, mode="w+", dtype=np.float32, shape=shape)
-        bar = tqdm(total=total, unit="sent", disable=not show_progress_bar, desc="encode")
+        header = {"descr": "<f4", "fortran_order": False, "shape": (total, model.get_embedding_dimension())}
+        handle = stack.enter_context(partial.open("wb"))
+        write_array_header_1_0(handle, header)
+        bar = stack.enter_context(
+            tqdm(total=total, unit="sent", disable=not show_progress_bar, desc="encode")
+        )
         done, chunk = 0, []
 
         def write_chunk() -> None:
             nonlocal done, chunk
-            rows[done : done + len(chunk)] = encode(
-                model, chunk, batch_size=batch_size, normalize=normalize, precision=precision
-            )
+            embeddings = encode(model, chunk, batch_size=batch_size, normalize=normalize, precision=precision)
+            try:
+                handle.write(np.ascontiguousarray(embeddings, dtype="<f4").tobytes())
+                handle.flush()
+            except OSError as error:  # disk full, file size limit: say so, and leave no partial file
+                raise OutputWriteError(
+                    f"{output_path}: cannot write embeddings ({error.strerror or error})"
+                ) from None
             done += len(chunk)
             bar.update(len(chunk))
             chunk = []
@@ -149,10 +160,13 @@ def encode_file(
                     write_chunk()
             if chunk:
                 write_chunk()
-            rows.flush()
-        finally:
-            bar.close()
+            handle.close()
             if done != total:
+                raise DataError(f"{input_path}: changed while being encoded ({total} lines, then {done})")
+        finally:
+            if done != total:
+                with contextlib.suppress(OSError):  # the write error is already on its way up
+                    handle.close()
                 partial.unlink(missing_ok=True)
         os.replace(partial, output)
         return total

@@ -34,3 +34,7 @@ class InputError(LwapError, TypeError):
 
 class OutputExistsError(LwapError, FileExistsError):
     """The output folder already holds a finished model and overwriting was not asked for."""
+
+
+class OutputWriteError(LwapError, OSError):
+    """An output file could not be written (disk full, file too large, no permission)."""

@@ -49,29 +49,46 @@ def build_model(
     if score_scale not in SCORE_SCALES:
         raise ConfigError(f"unknown score_scale {score_scale!r}; valid: {', '.join(SCORE_SCALES)}")
     source = resolve_backbone(backbone)
-    if max_seq_length is None:
-        max_seq_length = _saved_max_seq_length(source)
     config_kwargs = {"output_hidden_states": True} if pooling in _NEEDS_HIDDEN_STATES else {}
     try:
         transformer = Transformer(source, config_kwargs=config_kwargs, max_seq_length=max_seq_length)
     except OSError as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BackboneNotFoundError(f"could not load backbone {backbone!r}: {first_line}") from error
-    positions = getattr(transformer.model.config, "max_position_embeddings", None)
-    if positions and (transformer.max_seq_length or positions + 1) > positions:
-        transformer.max_seq_length = positions  # longer inputs would index past the position table
+    limit = _length_limit(transformer)
+    transformer.max_seq_length = limit if max_seq_length is None else min(max_seq_length, limit)
     hidden = transformer.get_embedding_dimension()
     num_layers = transformer.model.config.num_hidden_layers
     heads = _pooling_head(pooling, hidden, num_layers, lwap_layers, score_scale, weighted_layer_start)
     return SentenceTransformer(modules=[transformer, *heads], device=device)
 
 
-def _saved_max_seq_length(source: str) -> int | None:
-    """The max_seq_length a sentence-transformers folder was saved with (256 for all-MiniLM-L6-v2)."""
+def inference_max_seq_length(model: SentenceTransformer) -> int:
+    """The length the model's backbone is meant to read at inference.
+
+    Training truncates much shorter (SimCSE: 32 tokens) for speed; `lwap train` saves its model with
+    this length back, so a long document is not cut to 32 tokens at inference (SimCSE does not truncate
+    at evaluation either).
+    """
+    return _length_limit(model[0])
+
+
+def _length_limit(transformer: Transformer) -> int:
+    """What the backbone declares: its saved sentence-transformers max_seq_length (256 for
+    all-MiniLM-L6-v2), else its tokenizer's model_max_length, never past the position table.
+
+    Read from the backbone's files, not from the live tokenizer: sentence-transformers stores the
+    *current* max_seq_length there, which training has set to its truncation.
+    """
+    from transformers import AutoTokenizer
+
+    source = transformer.model.name_or_path
     config = Path(source) / "sentence_bert_config.json"
-    if config.is_file():
-        return json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
-    return None
+    limit = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length") if config.is_file() else None
+    if not limit:
+        limit = AutoTokenizer.from_pretrained(source).model_max_length
+    positions = getattr(transformer.model.config, "max_position_embeddings", None)
+    return int(min(limit, positions)) if positions else int(min(limit, 100_000))
 
 
 def _pooling_head(
@@ -117,7 +134,17 @@ def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) 
         if not path.exists():  # a hub id for online users: sentence-transformers checks what it downloads
             return SentenceTransformer(name, device=device)
     check_model_folder(path)
-    return SentenceTransformer(str(path), device=device, trust_remote_code=True, local_files_only=True)
+    try:
+        return SentenceTransformer(
+            str(path),
+            device=device,
+            trust_remote_code=True,
+            local_files_only=True,
+            model_kwargs={"use_safetensors": True},  # never unpickle backbone weights (pytorch_model.bin)
+        )
+    except OSError as error:  # missing or non-safetensors weights, unreadable files
+        first_line = next(iter(str(error).strip().splitlines()), type(error).__name__)
+        raise ModelLoadError(f"cannot load model {str(path)!r}: {first_line}") from error
 
 
 def check_model_folder(path: Path) -> None:

@@ -133,3 +133,27 @@ def test_cli_stdin_and_invalid_utf8(saved_lwap, tmp_path) -> None:
     )
     assert result.returncode == 2 and "line 2 is not valid UTF-8" in result.stderr
     assert not (tmp_path / "b.npy").exists() and not (tmp_path / "b.npy.partial").exists()
+
+
+DISK_LIMIT_DRIVER = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead of killing
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # no file may grow past 4 KiB: a full disk
+from lwap.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_disk_full_is_one_line_and_leaves_no_partial_file(saved_lwap, tmp_path) -> None:
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(f"sentence {i}" for i in range(200)) + "\n", encoding="utf-8")
+    out = tmp_path / "full.npy"
+    command = ["encode", str(saved_lwap), "--input", str(text), "--output", str(out), "--no-progress"]
+    result = subprocess.run(
+        [sys.executable, "-c", DISK_LIMIT_DRIVER, *command, "--batch-size", "16"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "cannot write embeddings" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists() and not (tmp_path / "full.npy.partial").exists()

@@ -88,6 +88,7 @@ def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tin
     assert "SimCSELoss" in (out / "model" / "README.md").read_text()  # the model card
 
     trained = load_model(out / "model")
+    assert trained.max_seq_length == 128  # the backbone's inference length, not the training truncation (24)
     assert fixed_batch_loss(trained) < fixed_batch_loss(untrained) - 0.05
     from sentence_transformers import SentenceTransformer
 

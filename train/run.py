@@ -126,6 +126,9 @@ def train(
 
     summary: dict[str, Any] = {}
     if is_main:
+        from lwap.model import inference_max_seq_length
+
+        trainer.model.max_seq_length = inference_max_seq_length(trainer.model)  # undo the training truncation
         model_dir = outputs.save_model_atomically(trainer.model, out)
         summary = _summary(
             config, config_path, args, trainer, pieces["timing"], dataset, resume_from, model_dir
@@ -191,8 +194,12 @@ def _build_trainer(
     evaluator = None
     if config.eval.stsb_dev:
         from lwap.eval.evaluators import stsb_evaluator
+        from lwap.model import inference_max_seq_length
 
-        evaluator = stsb_evaluator("dev", batch_size=config.eval.batch_size)
+        # scored at the length the saved model will read (SimCSE evaluates without the training truncation)
+        evaluator = stsb_evaluator(
+            "dev", batch_size=config.eval.batch_size, max_seq_length=inference_max_seq_length(model)
+        )
     stop, timing = StopOnSignal(), Timing()
     callbacks: list[Any] = [stop, timing, EvaluateAtEnd(evaluate=config.eval.stsb_dev)]
     if args.process_index == 0:
