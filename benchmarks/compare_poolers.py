@@ -154,6 +154,9 @@ def command_run(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------- report
 
 
+PLANNED_SEEDS = (0, 1, 2)
+
+
 def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
@@ -174,12 +177,30 @@ COLUMNS = [
 ]
 
 
+def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]]) -> str:
+    """How much of the planned grid (every pooler × seeds 0, 1, 2) is done, and its cost per cell."""
+    done = sum(len(runs) for runs in cells.values())
+    planned = len(POOLERS) * len(PLANNED_SEEDS)
+    minutes = [(c["train_wall_seconds"] + c["eval_wall_seconds"]) / 60 for r in cells.values() for c in r]
+    status = f"Grid: {done} of {planned} planned cells ({len(POOLERS)} poolers × seeds "
+    status += ", ".join(map(str, PLANNED_SEEDS)) + ")"
+    if minutes:
+        status += f"; median {statistics.median(minutes):.1f} min per cell (train + eval, as run)"
+    if done < planned:
+        status += (
+            f". The missing cells are runs the grid has not reached yet, not runs left out: "
+            f"`python benchmarks/compare_poolers.py run --regime {regime}` continues it."
+        )
+    return status + "."
+
+
 def regime_section(regime: str, reference: dict[str, Any] | None) -> list[str]:
     cells = load_cells(regime)
     if not cells:
         return [f"_No cells of the `{regime}` regime yet._", ""]
+    lines = [grid_status(regime, cells), ""]
     header = "| pooler | seeds | " + " | ".join(label for _, label in COLUMNS) + " | dev before → best |"
-    lines = [header, "|" + " --- |" * (len(COLUMNS) + 3)]
+    lines += [header, "|" + " --- |" * (len(COLUMNS) + 3)]
     if reference:
         ref = reference["scores"]
         values = " | ".join(f"{ref[key]:.2f}" for key, _ in COLUMNS)
@@ -296,7 +317,7 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="train and evaluate the missing cells of one regime")
     run.add_argument("--regime", choices=tuple(REGIMES), required=True)
-    run.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    run.add_argument("--seeds", type=int, nargs="+", default=list(PLANNED_SEEDS))
     run.add_argument("--poolers", nargs="+", choices=POOLERS, default=list(POOLERS))
     run.add_argument("--work-dir", default=str(REPO / "outputs" / "compare"))
     run.set_defaults(func=command_run)

