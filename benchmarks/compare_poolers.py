@@ -189,7 +189,7 @@ def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]]) -> str:
     if done < planned:
         status += (
             f". The missing cells are runs the grid has not reached yet, not runs left out: "
-            f"`python benchmarks/compare_poolers.py run --regime {regime}` continues it."
+            f"`python benchmarks/compare_poolers.py run --regime {regime}` continues it"
         )
     return status + "."
 
@@ -209,12 +209,30 @@ def regime_section(regime: str, reference: dict[str, Any] | None) -> list[str]:
         parts = []
         for key, _ in COLUMNS:
             mean, std = mean_std([c["scores"][key] for c in runs])
-            parts.append(f"{mean:.2f} ± {std:.2f}")
+            parts.append(f"{mean:.2f} ± {std:.2f}" if len(runs) > 1 else f"{mean:.2f}")
         before = statistics.fmean(c["train"]["dev_spearman_before"] * 100 for c in runs)
         best = statistics.fmean(c["train"]["best_dev_spearman"] * 100 for c in runs)
         lines.append(f"| `{pooler}` | {len(runs)} | " + " | ".join(parts) + f" | {before:.1f} → {best:.1f} |")
-    lines += ["", *verdicts(cells), ""]
+    lines += ["", *against_untouched(cells, reference), *verdicts(cells), ""]
     return lines
+
+
+def against_untouched(cells: dict[str, list[dict[str, Any]]], reference: dict[str, Any] | None) -> list[str]:
+    """What training did to the already sentence-trained backbone: each pooler's mean against it."""
+    if not reference:
+        return []
+    out = []
+    for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
+        base = reference["scores"][key]
+        gaps = {p: statistics.fmean(c["scores"][key] for c in runs) - base for p, runs in cells.items()}
+        listed = ", ".join(f"`{p}` {gap:+.2f}" for p, gap in sorted(gaps.items(), key=lambda kv: -kv[1]))
+        out.append(f"- {label} against the untouched backbone ({base:.2f}): {listed}.")
+    return [
+        "What training did, pooler mean minus the untouched backbone (no training, its own mean pooling):",
+        "",
+        *out,
+        "",
+    ]
 
 
 def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -236,12 +254,11 @@ def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
             other = [c["scores"][key] for c in runs]
             (m1, s1), (m2, s2) = mean_std(base), mean_std(other)
             delta = m1 - m2
+            if min(len(base), len(other)) < 2:  # one seed has no spread to compare with
+                out.append(f"- {label}: `lwap` − `{pooler}` = {delta:+.2f} (one seed: spread unknown)")
+                continue
             larger = abs(delta) > s1 + s2
-            p = (
-                ttest_ind(base, other, equal_var=False).pvalue
-                if min(len(base), len(other)) > 1
-                else float("nan")
-            )
+            p = ttest_ind(base, other, equal_var=False).pvalue
             verdict = "**larger than the seed spread**" if larger else "within the seed spread"
             out.append(f"- {label}: `lwap` − `{pooler}` = {delta:+.2f} ({verdict}; p = {p:.3f})")
     return out
@@ -249,7 +266,7 @@ def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 def all_runs_table() -> list[str]:
     columns = "regime | pooler | seed | steps | best dev step | Avg. (all) | Avg. (wmean) | SciFact"
-    lines = [f"| {columns} | train s | eval s | commit |"]
+    lines, notes = [f"| {columns} | train s | eval s | commit |"], []
     lines.append("|" + " --- |" * 11)
     for regime in REGIMES:
         for pooler, runs in load_cells(regime).items():
@@ -259,9 +276,12 @@ def all_runs_table() -> list[str]:
                     f"| {regime} | `{pooler}` | {c['seed']} | {c['train']['steps']} | "
                     f"{c['train']['best_step']} | "
                     f"{s['avg_all']:.2f} | {s['avg_wmean']:.2f} | {s['scifact_ndcg@10']:.2f} | "
-                    f"{c['train_wall_seconds']:.0f} | {c['eval_wall_seconds']:.0f} | {c['commit'][:10]} |"
+                    f"{c['train_wall_seconds']:.0f} | {c['eval_wall_seconds']:.0f}"
+                    f"{' (note)' if c.get('note') else ''} | {c['commit'][:10]} |"
                 )
-    return lines
+                if c.get("note"):
+                    notes.append(f"- note on {regime} `{pooler}` seed {c['seed']}: {c['note']}")
+    return [*lines, "", *notes] if notes else lines
 
 
 def command_report(args: argparse.Namespace) -> None:
@@ -307,9 +327,13 @@ gives every pooler the same data order):
   model selection), then `lwap eval --tasks all --precision bf16 --max-seq-length 256` (senteval data;
   cosine Spearman × 100; 256 tokens = the backbone's own inference length, for every row).
 
-Cells show mean ± standard deviation over seeds. STS12–16 columns use `all` aggregation (SimCSE);
-Avg. (wmean) averages the seven tasks with STS12–16 under `wmean` (the LWAP paper's). "dev before → best"
-is STS-B dev Spearman × 100 at step 0 and of the kept checkpoint."""
+Time: a cell is about 5 minutes on 2 quiet cores (training ~3 min, evaluation ~2.4 min, most of it the
+SciFact corpus at 256 tokens), so one regime's 18 cells take about 95 minutes.
+
+Cells show mean ± standard deviation over seeds (a plain number where a pooler has one seed so far).
+STS12–16 columns use `all` aggregation (SimCSE); Avg. (wmean) averages the seven tasks with STS12–16
+under `wmean` (the LWAP paper's). "dev before → best" is STS-B dev Spearman × 100 at step 0 and of the
+kept checkpoint."""
 
 
 def main() -> None:

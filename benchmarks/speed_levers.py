@@ -23,6 +23,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks/results/speed-levers"
+# Every setting starts from the levers off, whatever configs/quickstart.yaml ships (it ships them on).
+OFF = [
+    "training.keep_freed_memory=false",
+    "training.batch_sampler=random",
+    "training.attention=sdpa",
+    "training.fast_dropout=false",
+]
 SETTINGS: dict[str, list[str]] = {
     "baseline": [],
     "keep_freed_memory": ["training.keep_freed_memory=true"],
@@ -48,6 +55,7 @@ def run(name: str, overrides: list[str], seed: int, steps: int, runs: Path) -> d
         "training.progress_bar=false",
         "eval.eval_steps=50",
         "output.save_steps=50",
+        *OFF,
         *overrides,
     ]
     for item in sets:

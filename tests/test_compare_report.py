@@ -60,4 +60,9 @@ def test_report_states_spread_verdicts_and_lists_every_run(
     assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
     assert "`lwap` − `mean` = +0.00 (within the seed spread" in text
     assert "_No cells of the `sup` regime yet._" in text
-    assert text.count("| unsup | `") == 8  # every run appears in the last table
+    write_cell(tmp_path / "cells/unsup", "weighted", 0, 70.0, 50.0)  # one seed: no spread to judge by
+    script.command_report(type("Args", (), {"output": str(out)})())
+    text = out.read_text(encoding="utf-8")
+    assert "| `weighted` | 1 | 70.00 |" in text
+    assert "`lwap` − `weighted` = +10.10 (one seed: spread unknown)" in text
+    assert text.count("| unsup | `") == 9  # every run appears in the last table
