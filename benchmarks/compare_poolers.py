@@ -243,6 +243,9 @@ def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     out.append(
         "gap between the means exceeds the sum of the two standard deviations; Welch's t-test p beside it:"
     )
+    if min(len(runs) for runs in cells.values()) < 3:
+        out.append("(Fewer than three seeds per pooler so far: the spreads are rough estimates and")
+        out.append("these verdicts provisional.)")
     out.append("")
     if "lwap" not in cells:
         return ["_No `lwap` cells: no comparison._"]

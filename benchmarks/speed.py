@@ -805,7 +805,7 @@ def write_report(result: dict[str, Any], md_path: Path) -> None:
             "",
             *(
                 [
-                    f"Rerun on its own with `python benchmarks/speed.py --encode-only` on "
+                    f"Rerun on its own with `{result.get('encoding_command', '--encode-only')}` on "
                     f"{result['encoding_date']}. {quietness(result.get('encoding_busy_cores_before'))} "
                     "The order of the six setups alternates between rounds; sentences/s is over the median "
                     "round.",
@@ -988,6 +988,7 @@ def main() -> None:
         result["encoding_busy_cores_before"] = busy_cores()
         result["encoding"] = encode_speed(read_sentences(n), rounds, threads)
         result["encoding_date"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        result["encoding_command"] = " ".join(["python benchmarks/speed.py", *sys.argv[1:]])
         result["settings"] |= {"encode_sentences": n, "encode_rounds": rounds}
         md_path.with_suffix(".json").write_text(json.dumps(result, indent=1), encoding="utf-8")
         args.render = True
