@@ -30,25 +30,36 @@ def check_file(path: Path) -> None:
         raise DataError(f"{path}: file is empty")
 
 
-def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) for each line of a UTF-8 file; `.gz` files are decompressed on the fly."""
-    path = Path(path)
-    check_file(path)
+def decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line with its ending) of a UTF-8 file, `.gz` decompressed on the fly.
+
+    The one place where data files are decoded, for training (`lwap.train.data`, whose CSV reader needs the
+    line endings) and evaluation alike: invalid UTF-8 and broken gzip streams are DataErrors naming the file
+    (and line)."""
     number = 0
     try:
-        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as handle:
+        with gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 try:
-                    text = raw.decode("utf-8")
+                    line = raw.decode("utf-8")
                 except UnicodeDecodeError as error:
                     raise DataError(
-                        f"{path}:{number}: not valid UTF-8 ({error.reason} at byte {error.start})"
+                        f"{path}:{number}: not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
                     ) from None
-                yield number, text.removesuffix("\n").removesuffix("\r")
+                yield number, line
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DataError(
             f"{path}: truncated or corrupt gzip file (read {number} complete lines; {error})"
         ) from None
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text without its line ending) for each line of a checked, non-empty UTF-8 file."""
+    path = Path(path)
+    check_file(path)
+    number = 0
+    for number, line in decoded_lines(path):
+        yield number, line.removesuffix("\n").removesuffix("\r")
     if number == 0:
         raise DataError(f"{path}: file is empty")
 

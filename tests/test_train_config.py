@@ -56,19 +56,12 @@ def test_config_lists_every_key(path: Path) -> None:
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_config_builds_with_tiny_backbone(path: Path, tiny_bert: Path) -> None:
-    from lwap.model import build_model
     from lwap.train.losses import SimCSELoss
+    from lwap.train.run import build_configured_model
 
     config = load_config(path, [f"model.backbone={tiny_bert}"])
     m = config.model
-    model = build_model(
-        m.backbone,
-        m.pooling,
-        max_seq_length=m.max_seq_length,
-        lwap_layers=m.lwap_layers,
-        score_scale=m.score_scale,
-        weighted_layer_start=m.weighted_layer_start,
-    )
+    model = build_configured_model(m)
     loss = SimCSELoss(model, config.objective.temperature, config.objective.hard_negative_weight)
     assert loss.scale == pytest.approx(1 / config.objective.temperature)
     assert model.max_seq_length == m.max_seq_length

@@ -15,14 +15,13 @@ includes the file's size and modification time, so an edited file is read again.
 from __future__ import annotations
 
 import csv
-import gzip
 import os
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lwap.errors import DataError
+from lwap.eval.text_files import decoded_lines
 from lwap.paths import expand_data_path
 from lwap.train.config import DataConfig
 
@@ -104,23 +103,9 @@ def _local_dataset(path: Path, data: DataConfig, objective: str, columns: list[s
 
 
 def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line) pairs; DataError for invalid UTF-8 or a broken gzip stream."""
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    number = 0
-    try:
-        with opener(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise DataError(
-                        f"{path}:{number}: not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
-                    ) from None
-                if number == 1:
-                    line = line.removeprefix("\ufeff")
-                yield number, line
-    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
-        raise DataError(f"{path}: gzip data is truncated or corrupt after line {number} ({error})") from None
+    """Decoded lines with their endings (`decoded_lines`), a byte-order mark dropped from the first."""
+    for number, line in decoded_lines(path):
+        yield number, line.removeprefix("\ufeff") if number == 1 else line
 
 
 def _text_rows(path: str, max_examples: int | None, stamp: str) -> Iterator[dict[str, str]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from lwap.errors import ConfigError
 from lwap.train import outputs
-from lwap.train.config import TrainConfig, dump_config
+from lwap.train.config import ModelConfig, TrainConfig, dump_config
 
 # sentence-transformers' sampler names; length_grouped starts as the plain sampler and is replaced in
 # _build_trainer, once the model's tokenizer can measure the examples (lwap.train.sampling)
@@ -150,6 +150,20 @@ def train(
     return summary
 
 
+def build_configured_model(m: ModelConfig) -> Any:
+    """The SentenceTransformer a config's `model` section describes (backbone + pooling head)."""
+    from lwap.model import build_model
+
+    return build_model(
+        m.backbone,
+        m.pooling,
+        max_seq_length=m.max_seq_length,
+        lwap_layers=m.lwap_layers,
+        score_scale=m.score_scale,
+        weighted_layer_start=m.weighted_layer_start,
+    )
+
+
 def _build_trainer(
     config: TrainConfig, args: Any, dataset: Any, out: Path, extra_callbacks: list[Any]
 ) -> tuple[Any, dict[str, Any]]:
@@ -158,7 +172,6 @@ def _build_trainer(
     from transformers import set_seed
     from transformers.integrations import TensorBoardCallback
 
-    from lwap.model import build_model
     from lwap.train.callbacks import EvaluateAtEnd, MetricsCsv, StopOnSignal, Timing
     from lwap.train.losses import SimCSELoss
 
@@ -166,16 +179,8 @@ def _build_trainer(
         from lwap.train.allocator import keep_freed_memory
 
         keep_freed_memory()  # before the model and optimizer allocate
-    m = config.model
     set_seed(config.training.seed)  # the new pooling head starts identical in every process and every run
-    model = build_model(
-        m.backbone,
-        m.pooling,
-        max_seq_length=m.max_seq_length,
-        lwap_layers=m.lwap_layers,
-        score_scale=m.score_scale,
-        weighted_layer_start=m.weighted_layer_start,
-    )
+    model = build_configured_model(config.model)
     loss = SimCSELoss(
         model,
         temperature=config.objective.temperature,
