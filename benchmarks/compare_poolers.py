@@ -2,6 +2,7 @@
 
     python benchmarks/compare_poolers.py run --regime unsup [--seeds 0 1 2] [--poolers lwap cls ...]
     python benchmarks/compare_poolers.py run --regime sup
+    python benchmarks/compare_poolers.py run --regime unsup --backbone ../shared/models/NAME [--set KEY=VALUE]
     python benchmarks/compare_poolers.py report            # writes docs/RESULTS.md from the cell files
 
 A *cell* is one (regime, pooler, seed): `lwap train configs/compare/<regime>-minilm.yaml` with only
@@ -11,6 +12,12 @@ and SciFact. Each finished cell is written to benchmarks/results/compare/<regime
 where it stopped (a half-trained cell resumes from its last checkpoint). The untouched backbone (its own
 mean pooling, no training) is evaluated once as a reference row. Models and checkpoints go to the work
 folder (default outputs/compare, not tracked); the cell files are small and tracked.
+
+The packaged all-MiniLM-L6-v2 is the default backbone. `--backbone` runs the same grid on another one (an
+MLM-only encoder under ../shared/models/, say); its cells go to benchmarks/results/compare/backbones/<name>/
+and the report gives it its own sections. `--set` changes the budget for such a backbone (a bert-base is
+~8× MiniLM's compute per token); the overrides are recorded per cell, and the script refuses to add a cell
+whose settings differ from the cells already in that grid.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ REGIMES = {
 POOLERS = ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
 STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 STS_LABELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
-BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
+BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"  # the default; cells of others go under backbones/
 EVAL_PRECISION = "bf16"  # changes no score by more than 0.06 (README, evaluation baselines), halves the time
 EVAL_MAX_SEQ_LENGTH = 256  # the backbone's own inference length, for every row (training truncates to 32)
 
@@ -47,6 +54,15 @@ def commit() -> str:
         ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True
     )
     return head + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def backbone_name(backbone: str) -> str:
+    return Path(backbone.rstrip("/")).name
+
+
+def results_dir(backbone: str) -> Path:
+    """Where a backbone's cells live: the default backbone's at the top, any other under backbones/<name>/."""
+    return RESULTS if backbone == BACKBONE else RESULTS / "backbones" / backbone_name(backbone)
 
 
 def run_logged(command: list[str], log: Path) -> None:
@@ -82,16 +98,36 @@ def scores(results: dict[str, Any]) -> dict[str, float]:
     return row
 
 
-def run_cell(regime: str, pooler: str, seed: int, work: Path) -> None:
-    cell_file = RESULTS / regime / f"{pooler}-seed{seed}.json"
+def fixed_overrides(backbone: str, extra: list[str]) -> list[str]:
+    """The settings every cell of one grid shares beyond the config file (the backbone, any --set)."""
+    return ([] if backbone == BACKBONE else [f"model.backbone={backbone}"]) + list(extra)
+
+
+def check_same_budget(folder: Path, shared: list[str]) -> None:
+    """Refuse to mix budgets in one grid: every cell must differ only in pooler and seed."""
+    for path in sorted(folder.glob("*.json")):
+        cell = json.loads(path.read_text(encoding="utf-8"))
+        if cell.get("overrides", [])[2:] != shared:
+            sys.exit(
+                f"{path} was made with overrides {cell.get('overrides', [])[2:]}, this run uses {shared}: "
+                "one grid must share one budget (use another --backbone or remove the old cells)"
+            )
+
+
+def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, extra: list[str]) -> bool:
+    """Train and evaluate one cell unless its file exists; True when it ran."""
+    folder = results_dir(backbone) / regime
+    cell_file = folder / f"{pooler}-seed{seed}.json"
     if cell_file.exists():
         print(f"[done] {regime} {pooler} seed {seed}", flush=True)
-        return
-    cell_file.parent.mkdir(parents=True, exist_ok=True)
+        return False
+    shared = fixed_overrides(backbone, extra)
+    check_same_budget(folder, shared)
+    folder.mkdir(parents=True, exist_ok=True)
     out = work / regime / f"{pooler}-seed{seed}"
     log = work / regime / f"{pooler}-seed{seed}.log"
     out.parent.mkdir(parents=True, exist_ok=True)
-    overrides = [f"model.pooling={pooler}", f"training.seed={seed}", f"output.dir={out}"]
+    overrides = [f"model.pooling={pooler}", f"training.seed={seed}", *shared, f"output.dir={out}"]
     print(f"[run ] {regime} {pooler} seed {seed} -> {out}", flush=True)
     started = time.perf_counter()
     if not (out / "model" / "modules.json").is_file():
@@ -108,8 +144,9 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path) -> None:
         "regime": regime,
         "pooler": pooler,
         "seed": seed,
+        "backbone": backbone,
         "config": str(REGIMES[regime].relative_to(REPO)),
-        "overrides": overrides[:2],
+        "overrides": overrides[:-1],
         "commit": commit(),
         "train_wall_seconds": round(train_seconds, 1),
         "eval_wall_seconds": round(time.perf_counter() - tick, 1),
@@ -122,17 +159,34 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path) -> None:
     }
     cell_file.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
     print(f"[ok  ] {regime} {pooler} seed {seed}: avg {cell['scores']['avg_all']:.2f}", flush=True)
+    return True
 
 
-def run_reference(work: Path) -> None:
-    cell_file = RESULTS / "untouched-backbone.json"
+def untouched_model(backbone: str, work: Path) -> str:
+    """The backbone as a sentence encoder with no training: itself if it is a sentence-transformers
+    folder, else (a plain Hugging Face encoder, e.g. MLM-only) the backbone with mean pooling, saved."""
+    from lwap import build_model
+    from lwap.backbones import resolve_backbone
+
+    local = Path(backbone) if Path(backbone).exists() else Path(resolve_backbone(backbone))
+    if (local / "modules.json").is_file():
+        return backbone
+    folder = work / "untouched" / "model"
+    if not (folder / "modules.json").is_file():
+        build_model(backbone, pooling="mean").save(str(folder))
+    return str(folder)
+
+
+def run_reference(work: Path, backbone: str) -> None:
+    cell_file = results_dir(backbone) / "untouched-backbone.json"
     if cell_file.exists():
         return
     cell_file.parent.mkdir(parents=True, exist_ok=True)
     tick = time.perf_counter()
-    results = evaluate(BACKBONE, work / "untouched" / "eval", work / "untouched.log")
+    results = evaluate(untouched_model(backbone, work), work / "untouched" / "eval", work / "untouched.log")
     cell = {
-        "model": f"{BACKBONE} (its own mean pooling, no training)",
+        "model": f"{backbone} (mean pooling, no training)",
+        "backbone": backbone,
         "commit": commit(),
         "eval_wall_seconds": round(time.perf_counter() - tick, 1),
         "eval_precision": EVAL_PRECISION,
@@ -145,10 +199,18 @@ def run_reference(work: Path) -> None:
 def command_run(args: argparse.Namespace) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = Path(args.work_dir).resolve()
-    run_reference(work)
-    for seed in args.seeds:  # seed-major: a stopped grid has every pooler at the same number of seeds
-        for pooler in args.poolers:
-            run_cell(args.regime, pooler, seed, work)
+    if args.backbone != BACKBONE:
+        work = work / "backbones" / backbone_name(args.backbone)
+    run_reference(work, args.backbone)
+    cells = [(seed, pooler) for seed in args.seeds for pooler in args.poolers]
+    minutes: list[float] = []
+    for done, (seed, pooler) in enumerate(cells, start=1):  # seed-major: a stopped grid is level
+        tick = time.perf_counter()
+        if run_cell(args.regime, pooler, seed, work, args.backbone, args.set):
+            minutes.append((time.perf_counter() - tick) / 60)
+            left = len(cells) - done
+            estimate = left * statistics.median(minutes)
+            print(f"       {minutes[-1]:.1f} min; {left} cells left, about {estimate:.0f} min", flush=True)
 
 
 # ---------------------------------------------------------------- report
@@ -161,9 +223,10 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def load_cells(regime: str) -> dict[str, list[dict[str, Any]]]:
+def load_cells(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """One grid's cells (a backbone's regime folder), by pooler in POOLERS order, seeds ascending."""
     cells: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted((RESULTS / regime).glob("*.json")):
+    for path in sorted(folder.glob("*.json")):
         cell = json.loads(path.read_text(encoding="utf-8"))
         cells.setdefault(cell["pooler"], []).append(cell)
     return {p: sorted(cells[p], key=lambda c: c["seed"]) for p in POOLERS if p in cells}
@@ -177,7 +240,7 @@ COLUMNS = [
 ]
 
 
-def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]]) -> str:
+def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]], backbone: str) -> str:
     """How much of the planned grid (every pooler × seeds 0, 1, 2) is done, and its cost per cell."""
     done = sum(len(runs) for runs in cells.values())
     planned = len(POOLERS) * len(PLANNED_SEEDS)
@@ -187,18 +250,23 @@ def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]]) -> str:
     if minutes:
         status += f"; median {statistics.median(minutes):.1f} min per cell (train + eval, as run)"
     if done < planned:
+        option = "" if backbone == BACKBONE else f" --backbone {backbone}"
         status += (
             f". The missing cells are runs the grid has not reached yet, not runs left out: "
-            f"`python benchmarks/compare_poolers.py run --regime {regime}` continues it"
+            f"`python benchmarks/compare_poolers.py run --regime {regime}{option}` continues it"
         )
     return status + "."
 
 
-def regime_section(regime: str, reference: dict[str, Any] | None) -> list[str]:
-    cells = load_cells(regime)
+def regime_section(backbone: str, regime: str, reference: dict[str, Any] | None) -> list[str]:
+    cells = load_cells(results_dir(backbone) / regime)
     if not cells:
         return [f"_No cells of the `{regime}` regime yet._", ""]
-    lines = [grid_status(regime, cells), ""]
+    lines = [grid_status(regime, cells, backbone), ""]
+    budget = next(iter(cells.values()))[0].get("overrides", [])[2:]
+    if budget:
+        listed = ", ".join(f"`{o}`" for o in budget)
+        lines += [f"Settings beyond `{REGIMES[regime].relative_to(REPO)}`: {listed}", ""]
     header = "| pooler | seeds | " + " | ".join(label for _, label in COLUMNS) + " | dev before → best |"
     lines += [header, "|" + " --- |" * (len(COLUMNS) + 3)]
     if reference:
@@ -213,8 +281,32 @@ def regime_section(regime: str, reference: dict[str, Any] | None) -> list[str]:
         before = statistics.fmean(c["train"]["dev_spearman_before"] * 100 for c in runs)
         best = statistics.fmean(c["train"]["best_dev_spearman"] * 100 for c in runs)
         lines.append(f"| `{pooler}` | {len(runs)} | " + " | ".join(parts) + f" | {before:.1f} → {best:.1f} |")
-    lines += ["", *against_untouched(cells, reference), *verdicts(cells), ""]
+    lines += ["", *against_untouched(cells, reference), *below_step_zero(cells), *verdicts(cells), ""]
     return lines
+
+
+def below_step_zero(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Runs whose kept checkpoint scores below the untrained model on STS-B dev: say so, don't hide it.
+
+    SimCSE's model selection (and ours) keeps the best *trained* checkpoint; the step-0 model is
+    evaluated as a reference but never kept, so a run that training only hurt keeps its least bad step.
+    """
+    worse = [
+        f"`{c['pooler']}` seed {c['seed']} ({c['train']['dev_spearman_before'] * 100:.2f} → "
+        f"{c['train']['best_dev_spearman'] * 100:.2f})"
+        for runs in cells.values()
+        for c in runs
+        if c["train"]["best_dev_spearman"] < c["train"]["dev_spearman_before"]
+    ]
+    if not worse:
+        return []
+    return [
+        "Runs where every trained checkpoint scored below the untrained model on STS-B dev (step 0 is",
+        "evaluated but, as in SimCSE, never kept, so these keep their least bad trained step): "
+        + ", ".join(worse)
+        + ".",
+        "",
+    ]
 
 
 def against_untouched(cells: dict[str, list[dict[str, Any]]], reference: dict[str, Any] | None) -> list[str]:
@@ -267,29 +359,64 @@ def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     return out
 
 
+def backbones() -> list[str]:
+    """The default backbone, then every other backbone with cells under backbones/."""
+    found = [BACKBONE]
+    for folder in sorted((RESULTS / "backbones").glob("*")):
+        for path in sorted(folder.rglob("*.json")):
+            found.append(json.loads(path.read_text(encoding="utf-8"))["backbone"])
+            break
+    return found
+
+
 def all_runs_table() -> list[str]:
-    columns = "regime | pooler | seed | steps | best dev step | Avg. (all) | Avg. (wmean) | SciFact"
-    lines, notes = [f"| {columns} | train s | eval s | commit |"], []
-    lines.append("|" + " --- |" * 11)
-    for regime in REGIMES:
-        for pooler, runs in load_cells(regime).items():
-            for c in runs:
-                s = c["scores"]
-                lines.append(
-                    f"| {regime} | `{pooler}` | {c['seed']} | {c['train']['steps']} | "
-                    f"{c['train']['best_step']} | "
-                    f"{s['avg_all']:.2f} | {s['avg_wmean']:.2f} | {s['scifact_ndcg@10']:.2f} | "
-                    f"{c['train_wall_seconds']:.0f} | {c['eval_wall_seconds']:.0f}"
-                    f"{' (note)' if c.get('note') else ''} | {c['commit'][:10]} |"
-                )
-                if c.get("note"):
-                    notes.append(f"- note on {regime} `{pooler}` seed {c['seed']}: {c['note']}")
+    columns = "backbone | regime | pooler | seed | steps | best dev step | Avg. (all) | Avg. (wmean)"
+    lines, notes = [f"| {columns} | SciFact | train s | eval s | commit |"], []
+    lines.append("|" + " --- |" * 12)
+    for backbone in backbones():
+        for regime in REGIMES:
+            for pooler, runs in load_cells(results_dir(backbone) / regime).items():
+                for c in runs:
+                    s = c["scores"]
+                    lines.append(
+                        f"| {backbone_name(backbone)} | {regime} | `{pooler}` | {c['seed']} | "
+                        f"{c['train']['steps']} | {c['train']['best_step']} | "
+                        f"{s['avg_all']:.2f} | {s['avg_wmean']:.2f} | {s['scifact_ndcg@10']:.2f} | "
+                        f"{c['train_wall_seconds']:.0f} | {c['eval_wall_seconds']:.0f}"
+                        f"{' (note)' if c.get('note') else ''} | {c['commit'][:10]} |"
+                    )
+                    if c.get("note"):
+                        notes.append(f"- note on {regime} `{pooler}` seed {c['seed']}: {c['note']}")
     return [*lines, "", *notes] if notes else lines
 
 
-def command_report(args: argparse.Namespace) -> None:
-    ref_file = RESULTS / "untouched-backbone.json"
+def backbone_sections(backbone: str) -> list[str]:
+    ref_file = results_dir(backbone) / "untouched-backbone.json"
     reference = json.loads(ref_file.read_text(encoding="utf-8")) if ref_file.exists() else None
+    title = "" if backbone == BACKBONE else f"{backbone_name(backbone)}: "
+    return [
+        f"## {title}Unsupervised SimCSE (Wikipedia sentences)",
+        "",
+        *regime_section(backbone, "unsup", reference),
+        f"## {title}Supervised SimCSE (SNLI triplets)",
+        "",
+        *regime_section(backbone, "sup", reference),
+    ]
+
+
+def other_backbones_line(names: list[str]) -> str:
+    if names:
+        return "Other backbones in this report (own sections below, own budgets): " + ", ".join(names) + "."
+    return (
+        "No other backbone has been run: no MLM-only backbone existed under `../shared/models/` when the\n"
+        "grid ran. When one appears, `python benchmarks/compare_poolers.py run --regime unsup --backbone\n"
+        "../shared/models/NAME [--set KEY=VALUE ...]` gives it its own sections here."
+    )
+
+
+def command_report(args: argparse.Namespace) -> None:
+    others = backbones()[1:]
+    sections = [line for backbone in backbones() for line in backbone_sections(backbone)]
     text = [
         "# Pooler comparison",
         "",
@@ -300,12 +427,9 @@ def command_report(args: argparse.Namespace) -> None:
         "",
         INTRO,
         "",
-        "## Unsupervised SimCSE (Wikipedia sentences)",
+        other_backbones_line([f"`{b}`" for b in others]),
         "",
-        *regime_section("unsup", reference),
-        "## Supervised SimCSE (SNLI triplets)",
-        "",
-        *regime_section("sup", reference),
+        *sections,
         "## Every run",
         "",
         *all_runs_table(),
@@ -320,7 +444,7 @@ Backbone: the packaged all-MiniLM-L6-v2 (6 layers, H = 384) — the only pretrai
 offline here. It was already trained contrastively with mean pooling on a billion pairs, so this measures
 what a short SimCSE run does to an already strong sentence encoder with each pooler (new heads — `lwap`'s
 attention, `cls`'s MLP — start random), not what the LWAP paper measured (bert-base from MLM
-pre-training). No MLM-only backbone exists under `../shared/models/` at the time of writing.
+pre-training).
 
 Budget (identical for every pooler and seed; only `model.pooling` and `training.seed` differ, so a seed
 gives every pooler the same data order):
@@ -330,8 +454,9 @@ gives every pooler the same data order):
   model selection), then `lwap eval --tasks all --precision bf16 --max-seq-length 256` (senteval data;
   cosine Spearman × 100; 256 tokens = the backbone's own inference length, for every row).
 
-Time: a cell is about 5 minutes on 2 quiet cores (training ~3 min, evaluation ~2.4 min, most of it the
-SciFact corpus at 256 tokens), so one regime's 18 cells take about 95 minutes.
+Time on 2 quiet cores: an unsupervised cell about 5.3 minutes (training ~3 min, evaluation ~2.4 min, most
+of it the SciFact corpus at 256 tokens), a supervised one about 4.1, so a regime's 18 cells take about 95
+and 75 minutes (each section's grid line gives the measured median).
 
 Cells show mean ± standard deviation over seeds (a plain number where a pooler has one seed so far).
 STS12–16 columns use `all` aggregation (SimCSE); Avg. (wmean) averages the seven tasks with STS12–16
@@ -347,6 +472,10 @@ def main() -> None:
     run.add_argument("--seeds", type=int, nargs="+", default=list(PLANNED_SEEDS))
     run.add_argument("--poolers", nargs="+", choices=POOLERS, default=list(POOLERS))
     run.add_argument("--work-dir", default=str(REPO / "outputs" / "compare"))
+    run.add_argument("--backbone", default=BACKBONE, help="hub id or folder (default: the packaged MiniLM)")
+    run.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="budget override for every cell"
+    )
     run.set_defaults(func=command_run)
     report = commands.add_parser("report", help="write docs/RESULTS.md from the cell files")
     report.add_argument("--output", default=str(REPO / "docs" / "RESULTS.md"))

@@ -24,7 +24,7 @@ from lwap.eval.layer_profile import LayerAttentionRecorder
 from lwap.eval.search import score_search
 from lwap.eval.sts_data import STS_TASKS, VARIANTS, load_sts_task
 from lwap.eval.sts_scoring import AGGREGATIONS, score_sts_tasks
-from lwap.model import find_lwap, load_model
+from lwap.model import find_lwap, load_model, set_max_seq_length
 from lwap.paths import data_dir
 
 SEARCH_TASKS = {"scifact": SCIFACT_FOLDER}  # name -> folder under the data mirror
@@ -148,7 +148,7 @@ def evaluate_model(
         say(f"loading {label}")
         model = load_model(model, device=device)
     if max_seq_length is not None:
-        model.max_seq_length = max_seq_length
+        set_max_seq_length(model, max_seq_length, say)
     model.eval()
 
     profile_tasks = [t for t in sts_tasks if t.name == PROFILE_TASK]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 HELP = "encode sentences (one a line) into a .npy file"
 
@@ -28,13 +29,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from lwap.encoding import encode_file
     from lwap.errors import InputError
-    from lwap.model import load_model
+    from lwap.model import load_model, set_max_seq_length
 
     if args.batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.max_seq_length is not None and args.max_seq_length < 1:
+        raise InputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}")
     model = load_model(args.model, device=args.device)
     if args.max_seq_length is not None:
-        model.max_seq_length = args.max_seq_length
+        set_max_seq_length(model, args.max_seq_length, lambda message: print(message, file=sys.stderr))
     rows = encode_file(
         model,
         args.input,

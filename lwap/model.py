@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from sentence_transformers import SentenceTransformer
@@ -71,6 +72,27 @@ def inference_max_seq_length(model: SentenceTransformer) -> int:
     at evaluation either).
     """
     return _length_limit(model[0])
+
+
+def position_limit(model: SentenceTransformer) -> int | None:
+    """The longest input the model's backbone can encode: its tokenizer's limit, capped by the position
+    table (None when neither is declared). Longer settings would crash in the embedding layer."""
+    transformer = model[0]
+    config = getattr(getattr(transformer, "model", None), "config", None)
+    positions = getattr(config, "max_position_embeddings", 0) or 0
+    tokenizer_limit = getattr(getattr(transformer, "tokenizer", None), "model_max_length", 0) or 0
+    limits = [n for n in (positions, tokenizer_limit if tokenizer_limit < 1_000_000 else 0) if n]
+    return int(min(limits)) if limits else None
+
+
+def set_max_seq_length(model: SentenceTransformer, length: int, say: Callable[[str], None]) -> int:
+    """Set the truncation length, capped at what the backbone can encode (saying so); return it."""
+    limit = position_limit(model)
+    if limit is not None and length > limit:
+        say(f"max sequence length {length} is past what the model can encode; using {limit}")
+        length = limit
+    model.max_seq_length = length
+    return length
 
 
 def _length_limit(transformer: Transformer) -> int:

