@@ -75,14 +75,14 @@ def inference_max_seq_length(model: SentenceTransformer) -> int:
 
 
 def position_limit(model: SentenceTransformer) -> int | None:
-    """The longest input the model's backbone can encode: its tokenizer's limit, capped by the position
-    table (None when neither is declared). Longer settings would crash in the embedding layer."""
-    transformer = model[0]
-    config = getattr(getattr(transformer, "model", None), "config", None)
+    """The backbone's position table: longer inputs crash in its embedding layer (None if undeclared).
+
+    Not the live tokenizer's model_max_length: sentence-transformers sets that to the current
+    max_seq_length, so capping by it would forbid ever raising the length (e.g. MiniLM 256 -> 512).
+    """
+    config = getattr(getattr(model[0], "model", None), "config", None)
     positions = getattr(config, "max_position_embeddings", 0) or 0
-    tokenizer_limit = getattr(getattr(transformer, "tokenizer", None), "model_max_length", 0) or 0
-    limits = [n for n in (positions, tokenizer_limit if tokenizer_limit < 1_000_000 else 0) if n]
-    return int(min(limits)) if limits else None
+    return int(positions) if positions else None
 
 
 def set_max_seq_length(model: SentenceTransformer, length: int, say: Callable[[str], None]) -> int:
