@@ -162,38 +162,56 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
     return True
 
 
-def untouched_model(backbone: str, work: Path) -> str:
+UNTOUCHED_POOLINGS = ("mean", "cls", "first_last_avg")  # SimCSE's "BERT (first-last avg.)", "BERT [CLS]" rows
+
+
+def untouched_model(backbone: str, work: Path, pooling: str = "mean") -> str:
     """The backbone as a sentence encoder with no training: itself if it is a sentence-transformers
-    folder, else (a plain Hugging Face encoder, e.g. MLM-only) the backbone with mean pooling, saved."""
+    folder (and `pooling` is mean), else (a plain Hugging Face encoder, e.g. MLM-only) the backbone with
+    `pooling` (`cls` is the plain last [CLS] at inference), saved."""
     from lwap import build_model
     from lwap.backbones import resolve_backbone
 
     local = Path(backbone) if Path(backbone).exists() else Path(resolve_backbone(backbone))
-    if (local / "modules.json").is_file():
+    if (local / "modules.json").is_file() and pooling == "mean":
         return backbone
-    folder = work / "untouched" / "model"
+    folder = work / ("untouched" if pooling == "mean" else f"untouched-{pooling}") / "model"
     if not (folder / "modules.json").is_file():
-        build_model(backbone, pooling="mean").save(str(folder))
+        build_model(backbone, pooling=pooling).save(str(folder))
     return str(folder)
 
 
+def reference_file(backbone: str, pooling: str = "mean") -> Path:
+    name = "untouched-backbone.json" if pooling == "mean" else f"untouched-{pooling}.json"
+    return results_dir(backbone) / name
+
+
 def run_reference(work: Path, backbone: str) -> None:
-    cell_file = results_dir(backbone) / "untouched-backbone.json"
-    if cell_file.exists():
-        return
-    cell_file.parent.mkdir(parents=True, exist_ok=True)
-    tick = time.perf_counter()
-    results = evaluate(untouched_model(backbone, work), work / "untouched" / "eval", work / "untouched.log")
-    cell = {
-        "model": f"{backbone} (mean pooling, no training)",
-        "backbone": backbone,
-        "commit": commit(),
-        "eval_wall_seconds": round(time.perf_counter() - tick, 1),
-        "eval_precision": EVAL_PRECISION,
-        "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
-        "scores": scores(results),
-    }
-    cell_file.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
+    """Untouched rows: the backbone's mean pooling always; for a plain encoder (no sentence-transformers
+    pooling of its own) also its last [CLS] and first-last average, as SimCSE reports for BERT."""
+    local = Path(backbone) if Path(backbone).exists() else None
+    plain = local is not None and not (local / "modules.json").is_file()
+    for pooling in UNTOUCHED_POOLINGS if plain else ("mean",):
+        cell_file = reference_file(backbone, pooling)
+        if cell_file.exists():
+            continue
+        cell_file.parent.mkdir(parents=True, exist_ok=True)
+        tick = time.perf_counter()
+        name = "untouched" if pooling == "mean" else f"untouched-{pooling}"
+        model = untouched_model(backbone, work, pooling)
+        results = evaluate(model, work / name / "eval", work / f"{name}.log")
+        cell = {
+            "model": f"{backbone} ({pooling} pooling, no training)",
+            "backbone": backbone,
+            "pooling": pooling,
+            "commit": commit(),
+            "eval_wall_seconds": round(time.perf_counter() - tick, 1),
+            "eval_precision": EVAL_PRECISION,
+            "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
+            "scores": scores(results),
+        }
+        cell_file.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
+        print(f"[ok  ] untouched {pooling}: avg {cell['scores']['avg_all']:.2f}", flush=True)
 
 
 def command_run(args: argparse.Namespace) -> None:
