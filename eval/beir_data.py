@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lwap.errors import DataError
-from lwap.eval.text_files import is_header, iter_lines, split_fields
+from lwap.eval.fields import is_header, split_fields
+from lwap.files import text_lines
 
 SCIFACT_FOLDER = "beir-scifact"
 
@@ -44,7 +45,7 @@ def _find(folder: Path, stem: str) -> Path:
 
 def _read_jsonl(path: Path, need_title: bool) -> dict[str, tuple[str, str]]:
     rows: dict[str, tuple[str, str]] = {}
-    for number, line in iter_lines(path):
+    for number, line in text_lines(path):
         where = f"{path}:{number}"
         if not line.strip():
             continue
@@ -70,7 +71,7 @@ def _read_jsonl(path: Path, need_title: bool) -> dict[str, tuple[str, str]]:
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
-    for number, line in iter_lines(path):
+    for number, line in text_lines(path):
         where = f"{path}:{number}"
         if not line.strip():
             continue

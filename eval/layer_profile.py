@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from sentence_transformers import SentenceTransformer
 
+from lwap.files import save_figure_atomically
 from lwap.model import find_lwap
 from lwap.pooling import LayerwiseAttentionPooling
 
@@ -95,6 +96,8 @@ def plot_layer_attention(profile: dict[str, Any], path: Path, title: str) -> Pat
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    try:
+        save_figure_atomically(figure, path, dpi=120)
+    finally:
+        plt.close(figure)
     return path

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from lwap.eval.sts_data import DISPLAY_NAMES
+from lwap.files import write_json_atomically, write_text_atomically
 
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
@@ -124,21 +123,6 @@ def format_markdown(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a crash never leaves a half-written results file."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def write_outputs(results: dict[str, Any], output_dir: Path) -> list[Path]:
     """results.json, results.md and (LWAP models evaluated on STS-B) layer_attention.png in `output_dir`."""
     from lwap.errors import ConfigError
@@ -164,9 +148,9 @@ def _write_files(results: dict[str, Any], output_dir: Path) -> list[Path]:
         title = f"{_model_label(results)}: which layers LWAP attends to (STS-B test)"
         written.append(plot_layer_attention(profile, output_dir / LAYER_PNG, title))
     md = output_dir / RESULTS_MD
-    _write_atomic(md, format_markdown(results))
+    write_text_atomically(md, format_markdown(results))
     written.append(md)
     path = output_dir / RESULTS_JSON
     files = [str(p) for p in [*written, path]]
-    _write_atomic(path, json.dumps({**results, "files": files}, indent=2) + "\n")
+    write_json_atomically({**results, "files": files}, path)
     return [*written, path]

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lwap.errors import DataError
-from lwap.eval.text_files import is_header, iter_lines, parse_score, split_fields
+from lwap.eval.fields import is_header, parse_score, split_fields
+from lwap.files import text_lines
 from lwap.paths import data_dir
 
 STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
@@ -128,9 +129,9 @@ def read_sts_pair_files(input_path: Path, gold_path: Path) -> StsPairs:
     """
     inputs = [
         (n, split_fields(line, f"{input_path}:{n}", 2, "sentence1, sentence2"))
-        for n, line in iter_lines(input_path)
+        for n, line in text_lines(input_path)
     ]
-    golds = list(iter_lines(gold_path))
+    golds = list(text_lines(gold_path))
     if len(inputs) != len(golds):
         raise DataError(
             f"{input_path} has {len(inputs)} lines but {gold_path} has {len(golds)}: "
@@ -151,7 +152,7 @@ def _read_scored_table(path: Path, columns: tuple[int, int, int], minimum: int, 
     """Tab-separated rows with two sentence columns and a score column; a header line is optional."""
     first, second, score_column = columns
     s1, s2, scores, unscored = [], [], [], 0
-    for number, line in iter_lines(path):
+    for number, line in text_lines(path):
         where = f"{path}:{number}"
         fields = split_fields(line, where, minimum, names)
         score = fields[score_column].strip()

@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
 from lwap.errors import DataError, InputError, OutputWriteError
+from lwap.files import atomic_path, check_file, decoded_lines
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -78,23 +79,8 @@ def encode(
     return embeddings.astype(np.float32, copy=False)[rows]
 
 
-def _read_lines(path: Path, label: str) -> Iterator[str]:
-    """Lines without their end-of-line; decoded one by one so an error names the exact line."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                yield raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as error:
-                raise DataError(f"{label}: line {number} is not valid UTF-8 ({error.reason})") from None
-
-
-def _count_lines(path: Path) -> int:
-    count, last = 0, b"\n"
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
-    return count + (last != b"\n")
+# `lwap encode` has always named a bad line this way (docs/RELIABILITY.md row 10)
+_UTF8_ERROR = "{label}: line {line} is not valid UTF-8 ({reason})"
 
 
 def encode_file(
@@ -122,15 +108,15 @@ def encode_file(
             stack.callback(os.unlink, spool.name)
             shutil.copyfileobj(sys.stdin.buffer, spool)
             spool.close()
-            source = Path(spool.name)
+            source, label = Path(spool.name), "<stdin>"
         else:
-            source = Path(input_path)
-            if not source.is_file():
-                raise DataError(f"{input_path}: {'is a directory' if source.is_dir() else 'no such file'}")
-        total = _count_lines(source)
+            source, label = Path(input_path), input_path
+            check_file(source, label, allow_empty=True)
+        # counted by decoding, so a line that is not UTF-8 stops the run before anything is written
+        total = sum(1 for _ in decoded_lines(source, label, utf8_error=_UTF8_ERROR))
         output = Path(output_path)
         output.parent.mkdir(parents=True, exist_ok=True)
-        partial = output.with_name(output.name + ".partial")
+        partial = stack.enter_context(atomic_path(output))
         header = {"descr": "<f4", "fortran_order": False, "shape": (total, model.get_embedding_dimension())}
         handle = stack.enter_context(partial.open("wb"))
         write_array_header_1_0(handle, header)
@@ -145,7 +131,7 @@ def encode_file(
             try:
                 handle.write(np.ascontiguousarray(embeddings, dtype="<f4").tobytes())
                 handle.flush()
-            except OSError as error:  # disk full, file size limit: say so, and leave no partial file
+            except OSError as error:  # disk full, file size limit: say so (atomic_path removes the file)
                 raise OutputWriteError(
                     f"{output_path}: cannot write embeddings ({error.strerror or error})"
                 ) from None
@@ -154,8 +140,8 @@ def encode_file(
             chunk = []
 
         try:
-            for line in _read_lines(source, "<stdin>" if input_path == "-" else input_path):
-                chunk.append(line)
+            for _, line in decoded_lines(source, label, utf8_error=_UTF8_ERROR):
+                chunk.append(line.rstrip("\r\n"))
                 if len(chunk) == chunk_lines:
                     write_chunk()
             if chunk:
@@ -167,6 +153,4 @@ def encode_file(
             if done != total:
                 with contextlib.suppress(OSError):  # the write error is already on its way up
                     handle.close()
-                partial.unlink(missing_ok=True)
-        os.replace(partial, output)
-        return total
+    return total

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import subprocess
 import sys
 
@@ -32,7 +33,7 @@ def test_encode_file_matches_library_encode(saved_lwap, tmp_path, capsys) -> Non
 
     expected = load_model(saved_lwap).encode(SENTENCES)
     np.testing.assert_allclose(np.load(out), expected, atol=1e-6)
-    assert not (tmp_path / "out.npy.partial").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.npy"]  # no temporary file left
 
 
 def test_encode_small_chunks_keep_line_order(saved_lwap, tmp_path) -> None:
@@ -46,6 +47,9 @@ def test_encode_small_chunks_keep_line_order(saved_lwap, tmp_path) -> None:
     out = str(tmp_path / "o.npy")
     rows = encode_file(model, str(tmp_path / "in.txt"), out, chunk_lines=5, show_progress_bar=False)
     assert rows == 23
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), model.encode(lines), atol=1e-5)
+    (tmp_path / "in.txt.gz").write_bytes(gzip.compress((tmp_path / "in.txt").read_bytes()))
+    assert encode_file(model, str(tmp_path / "in.txt.gz"), out, chunk_lines=5, show_progress_bar=False) == 23
     np.testing.assert_allclose(np.load(tmp_path / "o.npy"), model.encode(lines), atol=1e-5)
 
 
@@ -132,7 +136,7 @@ def test_cli_stdin_and_invalid_utf8(saved_lwap, tmp_path) -> None:
         text=True,
     )
     assert result.returncode == 2 and "line 2 is not valid UTF-8" in result.stderr
-    assert not (tmp_path / "b.npy").exists() and not (tmp_path / "b.npy.partial").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "s.npy"]  # no b.npy, nor a partial one
 
 
 DISK_LIMIT_DRIVER = """
@@ -156,4 +160,4 @@ def test_disk_full_is_one_line_and_leaves_no_partial_file(saved_lwap, tmp_path) 
     )
     assert result.returncode == 2, result.stderr
     assert "cannot write embeddings" in result.stderr and "Traceback" not in result.stderr
-    assert not out.exists() and not (tmp_path / "full.npy.partial").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["in.txt"]  # neither full.npy nor a partial one

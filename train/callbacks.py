@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import csv
-import os
 import signal
 import time
 from pathlib import Path
@@ -21,6 +20,8 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+from lwap.files import atomic_path
 
 
 class StopOnSignal(TrainerCallback):
@@ -96,8 +97,7 @@ class MetricsCsv(TrainerCallback):
 
 
 def write_metrics_csv(log_history: list[dict[str, Any]], path: Path) -> None:
-    partial = path.with_name(path.name + ".partial")
-    with partial.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as partial, partial.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["step", "epoch", "metric", "value"])
         for entry in log_history:
@@ -105,7 +105,6 @@ def write_metrics_csv(log_history: list[dict[str, Any]], path: Path) -> None:
                 if key in ("step", "epoch") or not isinstance(value, (int, float)):
                     continue
                 writer.writerow([entry.get("step"), entry.get("epoch"), key, value])
-    os.replace(partial, path)
 
 
 class Timing(TrainerCallback):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lwap.errors import DataError
-from lwap.eval.text_files import decoded_lines
+from lwap.files import check_file, decoded_lines
 from lwap.paths import expand_data_path
 from lwap.train.config import DataConfig
 
@@ -69,13 +69,8 @@ def _local_dataset(path: Path, data: DataConfig, objective: str, columns: list[s
     import datasets
     from datasets.exceptions import DatasetGenerationError
 
-    if not path.exists():
-        raise DataError(f"{path}: no such file (data.train)")
-    if path.is_dir():
-        raise DataError(f"{path}: is a directory, expected a data file (data.train)")
+    check_file(path, key="data.train")
     stat = path.stat()
-    if stat.st_size == 0:
-        raise DataError(f"{path}: file is empty")
     delimiter = _table_delimiter(path)
     if delimiter is None and objective == "sup_simcse":
         raise DataError(

@@ -15,13 +15,13 @@ so a crash while saving never leaves a folder that loads as a finished model.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from lwap.errors import ConfigError, LwapError, OutputExistsError
+from lwap.files import atomic_path, leftover_partials
 
 MODEL_DIR = "model"
 CHECKPOINTS_DIR = "checkpoints"
@@ -40,7 +40,6 @@ _RUN_ARTIFACTS = (
     CONFIG_YAML,
 )
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-_PARTIAL_PREFIX = f".{MODEL_DIR}.partial-"
 
 
 class ResumeError(LwapError):
@@ -119,7 +118,7 @@ def prepare_output_dir(out: Path, *, overwrite: bool, resume_from: Path | None) 
             elif path.exists():
                 path.unlink()
     if out.is_dir():
-        for stale in out.glob(f"{_PARTIAL_PREFIX}*"):  # left by a crash while saving the final model
+        for stale in leftover_partials(out / MODEL_DIR):  # left by a crash while saving the final model
             shutil.rmtree(stale, ignore_errors=True)
     if resume_from is not None:
         resume_step = checkpoint_step(resume_from) or 0
@@ -138,21 +137,6 @@ def prepare_output_dir(out: Path, *, overwrite: bool, resume_from: Path | None) 
 def save_model_atomically(model: Any, out: Path) -> Path:
     """`model.save` into a temporary folder beside OUT/model, then rename it into place."""
     final = out / MODEL_DIR
-    partial = out / f"{_PARTIAL_PREFIX}{os.getpid()}"
-    if partial.exists():
-        shutil.rmtree(partial)
-    try:
+    with atomic_path(final) as partial:
         model.save(str(partial))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(partial, final)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
     return final
-
-
-def write_json_atomically(data: dict[str, Any], path: Path) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(partial, path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lwap.files import save_figure_atomically
+
 DEV_METRIC = "eval_stsb-dev_spearman_cosine"
 
 
@@ -41,7 +43,7 @@ def plot_curves(log_history: list[dict[str, Any]], path: Path, title: str) -> No
     score_axis.set_ylabel("STS-B dev Spearman (cosine)", color="tab:red")
     loss_axis.set_title(title)
     figure.tight_layout()
-    partial = path.with_name(path.name + ".partial.png")
-    figure.savefig(partial)
-    plt.close(figure)
-    partial.replace(path)
+    try:
+        save_figure_atomically(figure, path)
+    finally:
+        plt.close(figure)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lwap.errors import ConfigError
+from lwap.files import write_json_atomically
 from lwap.train import outputs
 from lwap.train.config import ModelConfig, TrainConfig, dump_config
 
@@ -134,7 +135,7 @@ def train(
             config, config_path, args, trainer, pieces["timing"], dataset, resume_from, model_dir
         )
         summary["wall_time_seconds"] = round(time.perf_counter() - wall_start, 1)
-        outputs.write_json_atomically(summary, out / outputs.SUMMARY_JSON)
+        write_json_atomically(summary, out / outputs.SUMMARY_JSON)
         from lwap.train.report import plot_curves
 
         plot_curves(

@@ -1,0 +1,143 @@
+"""Writing files and folders so a half-written one never looks complete; reading text files line by line.
+
+Training, evaluation and `lwap encode` all go through here, so the same bad-input cases (missing file,
+a folder, empty file, not UTF-8, truncated gzip) give the same DataError messages everywhere
+(docs/RELIABILITY.md rows 10-15, 21), and every output is renamed into place only once complete
+(rows 44-46).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import shutil
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lwap.errors import DataError
+
+# --- writing ------------------------------------------------------------------------------------------
+
+
+def _partial_path(path: Path) -> Path:
+    """The temporary name `path` is written under: hidden, beside it (so the rename stays on one file
+    system and is atomic) and unique to this process."""
+    return path.with_name(f".{path.name}.partial-{os.getpid()}")
+
+
+def leftover_partials(path: Path) -> list[Path]:
+    """Temporary names of `path` that a crashed writer (any process) left behind."""
+    return sorted(path.parent.glob(f".{path.name}.partial-*"))
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path to write the file or folder `path` to; rename it onto `path` when the block
+    ends, or remove it if the block raises.
+
+    A crash leaves at most a hidden `.NAME.partial-PID`, never a `path` that looks complete. A folder
+    already at `path` is replaced by a folder (removed just before the rename: `os.replace` cannot
+    replace a non-empty folder). There is no fsync (nor was there before): the rename guards against the
+    process dying mid-write (what lwap promises, docs/RELIABILITY.md rows 44-46), not against a power cut.
+    """
+    partial = _partial_path(path)
+    _remove(partial)  # a previous process with the same id
+    try:
+        yield partial
+        if partial.is_dir() and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        os.replace(partial, path)
+    except BaseException:
+        _remove(partial)
+        raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` through `atomic_path`."""
+    with atomic_path(path) as partial:
+        partial.write_text(text, encoding="utf-8")
+
+
+def write_json_atomically(data: dict[str, Any], path: Path) -> None:
+    """`data` as indented JSON with a final newline, through `atomic_path`."""
+    write_text_atomically(path, json.dumps(data, indent=2) + "\n")
+
+
+def save_figure_atomically(figure: Any, path: Path, **savefig: Any) -> None:
+    """`figure.savefig` through `atomic_path`; the format comes from `path`'s suffix, since the temporary
+    name has none matplotlib would know."""
+    with atomic_path(path) as partial:
+        figure.savefig(partial, format=path.suffix.removeprefix("."), **savefig)
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+UTF8_ERROR = "{label}:{line}: not valid UTF-8 ({reason} at byte {byte} of the line)"
+
+
+def check_file(
+    path: Path, label: str | None = None, *, key: str | None = None, allow_empty: bool = False
+) -> None:
+    """DataError unless `path` is an existing (and, unless `allow_empty`, non-empty) regular file.
+
+    Checked up front so the user gets one line before any work starts, not an OSError halfway. `label`
+    is how the file is named in the message (default: the path); `key` is the config key it came from.
+    """
+    label = str(path) if label is None else label
+    source = f" ({key})" if key else ""
+    if not path.exists():
+        raise DataError(f"{label}: no such file{source}")
+    if path.is_dir():
+        raise DataError(f"{label}: is a directory, expected a file{source}")
+    if not allow_empty and path.stat().st_size == 0:
+        raise DataError(f"{label}: file is empty")
+
+
+def decoded_lines(
+    path: Path, label: str | None = None, *, utf8_error: str = UTF8_ERROR
+) -> Iterator[tuple[int, str]]:
+    """(line number, line with its ending) of a UTF-8 file, `.gz` decompressed on the fly.
+
+    Lines are split on LF only, never with `str.splitlines`, which would also break lines at form feeds
+    and Unicode separators inside sentences; the ending is kept for callers that need it (the CSV reader).
+    Each line is decoded on its own so an invalid byte is a DataError naming the line (`utf8_error`, a
+    template with {label} {line} {reason} {byte}), and a broken gzip stream is one too, not an EOFError.
+    (datasets' own text/CSV loaders read in blocks, so their errors name neither the file nor the line.)
+    """
+    label = str(path) if label is None else label
+    number = 0
+    try:
+        with gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    where = {"label": label, "line": number, "reason": error.reason, "byte": error.start}
+                    raise DataError(utf8_error.format(**where)) from None
+                yield number, line
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise DataError(
+            f"{label}: truncated or corrupt gzip file (read {number} complete lines; {error})"
+        ) from None
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text without its line ending) of a checked, non-empty UTF-8 file (`.gz` or not)."""
+    path = Path(path)
+    check_file(path)
+    number = 0
+    for number, line in decoded_lines(path):
+        yield number, line.removesuffix("\n").removesuffix("\r")
+    if number == 0:  # a .gz that decompresses to nothing
+        raise DataError(f"{path}: file is empty")
