@@ -15,8 +15,8 @@ from typing import Any
 import torch
 from sentence_transformers import SentenceTransformer
 
+from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.model import find_lwap
-from lwap.pooling import LayerwiseAttentionPooling
 
 
 class LayerAttentionRecorder:
