@@ -16,8 +16,8 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from lwap.files import save_figure_atomically
+from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.model import find_lwap
-from lwap.pooling import LayerwiseAttentionPooling
 
 
 class LayerAttentionRecorder:

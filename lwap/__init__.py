@@ -15,22 +15,24 @@ _EXPORTS = {
     "DEFAULT_BACKBONE": "lwap.backbones",
     "resolve_backbone": "lwap.backbones",
     "LwapError": "lwap.errors",
-    "POOLINGS": "lwap.model",
+    "POOLINGS": "lwap.registry",
     "build_model": "lwap.model",
     "find_lwap": "lwap.model",
     "load_model": "lwap.model",
-    "LayerMean": "lwap.poolers",
-    "TrainingOnlyMLP": "lwap.poolers",
-    "LayerwiseAttentionPooling": "lwap.pooling",
+    "LayerMean": "lwap.layer_mean",
+    "TrainingOnlyMLP": "lwap.training_only_mlp",
+    "LayerwiseAttentionPooling": "lwap.layerwise_attention",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on first use
     from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone  # noqa: F401
     from lwap.errors import LwapError  # noqa: F401
-    from lwap.model import POOLINGS, build_model, find_lwap, load_model  # noqa: F401
-    from lwap.poolers import LayerMean, TrainingOnlyMLP  # noqa: F401
-    from lwap.pooling import LayerwiseAttentionPooling  # noqa: F401
+    from lwap.layer_mean import LayerMean  # noqa: F401
+    from lwap.layerwise_attention import LayerwiseAttentionPooling  # noqa: F401
+    from lwap.model import build_model, find_lwap, load_model  # noqa: F401
+    from lwap.registry import POOLINGS  # noqa: F401
+    from lwap.training_only_mlp import TrainingOnlyMLP  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from lwap.errors import LwapError
@@ -48,7 +49,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _quiet_libraries() -> None:
-    """Hide the per-load 'Loading weights' bars and info logs of transformers; keep warnings."""
+    """Hide the per-load 'Loading weights' bars and info logs of transformers; keep warnings.
+
+    Through the environment variables transformers reads on import, so that a command failing on its
+    input (a config typo) does not first wait about a second for transformers to import.
+    """
+    if "transformers" not in sys.modules:
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "warning")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        return
     from transformers.utils import logging
 
     logging.set_verbosity_warning()

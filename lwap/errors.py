@@ -7,6 +7,9 @@ the specific subclass. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
+
 
 class LwapError(Exception):
     """Base class of every error caused by user input, never by a bug in lwap."""
@@ -38,3 +41,10 @@ class OutputExistsError(LwapError, FileExistsError):
 
 class OutputWriteError(LwapError, OSError):
     """An output file could not be written (disk full, file too large, no permission)."""
+
+
+def unknown_value(key: str, value: object, valid: Sequence[str]) -> ConfigError:
+    """The error for a value outside a fixed set of choices: names the key, a close match and all valid."""
+    close = difflib.get_close_matches(str(value), valid, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ConfigError(f"{key}: unknown value {value!r}{hint}; valid: {', '.join(valid)}")

@@ -1,12 +1,7 @@
 """Build a SentenceTransformer with any of the compared poolers, and load saved models safely.
 
-Pipelines (all modules are sentence-transformers modules; lwap only adds what is missing):
-  lwap            Transformer(hidden states) → LayerwiseAttentionPooling
-  weighted        Transformer(hidden states) → WeightedLayerPooling(from layer 4) → Pooling(cls)
-  cls             Transformer → Pooling(cls) → TrainingOnlyMLP  (SimCSE: MLP in training only)
-  mean            Transformer → Pooling(mean)
-  first_last_avg  Transformer(hidden states) → LayerMean([1, L]) → Pooling(mean)
-  last2_avg       Transformer(hidden states) → LayerMean([L-1, L]) → Pooling(mean)
+A model is the backbone's Transformer followed by the pooler's modules (sentence-transformers modules;
+lwap only adds what is missing). The poolers, their options and what each builds: `lwap.registry`.
 """
 
 from __future__ import annotations
@@ -15,22 +10,16 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer.modules import (
-    Module,
-    Pooling,
-    Transformer,
-    WeightedLayerPooling,
-)
+from sentence_transformers.sentence_transformer.modules import Transformer
 
+from lwap import registry
 from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone
-from lwap.errors import BackboneNotFoundError, ConfigError, ModelLoadError
-from lwap.poolers import LayerMean, TrainingOnlyMLP
-from lwap.pooling import SCORE_SCALES, LayerwiseAttentionPooling
+from lwap.errors import BackboneNotFoundError, ModelLoadError
+from lwap.layerwise_attention import LayerwiseAttentionPooling
 
-POOLINGS = ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
-_NEEDS_HIDDEN_STATES = {"lwap", "weighted", "first_last_avg", "last2_avg"}
 TRUSTED_MODULE_PREFIXES = ("sentence_transformers.", "lwap.")
 
 
@@ -39,18 +28,17 @@ def build_model(
     pooling: str = "lwap",
     *,
     max_seq_length: int | None = None,
-    lwap_layers: list[int] | None = None,
-    score_scale: str = "num_layers",
-    weighted_layer_start: int = 4,
     device: str | None = None,
+    **options: Any,
 ) -> SentenceTransformer:
-    """A fresh SentenceTransformer: `backbone` (hub id or folder) followed by the `pooling` head."""
-    if pooling not in POOLINGS:
-        raise ConfigError(f"unknown pooling {pooling!r}; valid poolings: {', '.join(POOLINGS)}")
-    if score_scale not in SCORE_SCALES:
-        raise ConfigError(f"unknown score_scale {score_scale!r}; valid: {', '.join(SCORE_SCALES)}")
+    """A fresh SentenceTransformer: `backbone` (hub id or folder) followed by the `pooling` head.
+
+    `options` are pooler options from `lwap.registry` (lwap_layers, score_scale, weighted_layer_start);
+    a missing one takes its default. ConfigError for an unknown pooling or option or a bad value.
+    """
+    pooler = registry.check(pooling, options)
     source = resolve_backbone(backbone)
-    config_kwargs = {"output_hidden_states": True} if pooling in _NEEDS_HIDDEN_STATES else {}
+    config_kwargs = {"output_hidden_states": True} if pooler.hidden_states else {}
     try:
         transformer = Transformer(source, config_kwargs=config_kwargs, max_seq_length=max_seq_length)
     except OSError as error:
@@ -58,9 +46,10 @@ def build_model(
         raise BackboneNotFoundError(f"could not load backbone {backbone!r}: {first_line}") from error
     limit = _length_limit(transformer)
     transformer.max_seq_length = limit if max_seq_length is None else min(max_seq_length, limit)
-    hidden = transformer.get_embedding_dimension()
-    num_layers = transformer.model.config.num_hidden_layers
-    heads = _pooling_head(pooling, hidden, num_layers, lwap_layers, score_scale, weighted_layer_start)
+    shape = registry.Backbone(
+        transformer.get_embedding_dimension(), transformer.model.config.num_hidden_layers, source
+    )
+    heads = pooler.head(shape, options)
     return SentenceTransformer(modules=[transformer, *heads], device=device)
 
 
@@ -111,33 +100,6 @@ def _length_limit(transformer: Transformer) -> int:
         limit = AutoTokenizer.from_pretrained(source).model_max_length
     positions = getattr(transformer.model.config, "max_position_embeddings", None)
     return int(min(limit, positions)) if positions else int(min(limit, 100_000))
-
-
-def _pooling_head(
-    pooling: str,
-    hidden: int,
-    num_layers: int,
-    lwap_layers: list[int] | None,
-    score_scale: str,
-    layer_start: int,
-) -> list[Module]:
-    if pooling == "lwap":
-        try:
-            return [LayerwiseAttentionPooling(hidden, num_layers + 1, lwap_layers, score_scale)]
-        except ValueError as error:
-            raise ConfigError(f"lwap_layers: {error}") from None
-    if pooling == "weighted":
-        if not 0 <= layer_start <= num_layers:
-            raise ConfigError(
-                f"weighted_layer_start must be in 0..{num_layers} for this backbone, got {layer_start}"
-            )
-        return [WeightedLayerPooling(hidden, num_layers, layer_start), Pooling(hidden, "cls")]
-    if pooling == "cls":
-        return [Pooling(hidden, "cls"), TrainingOnlyMLP(hidden)]
-    if pooling == "mean":
-        return [Pooling(hidden, "mean")]
-    layers = [1, num_layers] if pooling == "first_last_avg" else [num_layers - 1, num_layers]
-    return [LayerMean(layers), Pooling(hidden, "mean")]
 
 
 def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) -> SentenceTransformer:

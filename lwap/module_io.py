@@ -1,9 +1,8 @@
-"""Save/load for lwap's sentence-transformers modules: JSON config + safetensors, never pickle.
-
-Modules without parameters write only their config.
+"""The save/load base of lwap's sentence-transformers modules: JSON config + safetensors, never pickle.
 
 `Module.load_torch_weights` falls back to `pytorch_model.bin` (a pickle) when no safetensors file is
 found; lwap's modules refuse that path instead, so a tampered folder cannot run code on load.
+Modules without parameters write only their config.
 """
 
 from __future__ import annotations
@@ -16,27 +15,29 @@ from sentence_transformers.sentence_transformer.modules import Module
 
 from lwap.errors import ModelLoadError
 
-M = TypeVar("M", bound=Module)
+M = TypeVar("M", bound="SafetensorsModule")
 WEIGHTS_FILE = "model.safetensors"
 _HUB_KEYS = ("token", "cache_folder", "revision", "local_files_only")
 
 
-def save_module(module: Module, output_path: str) -> None:
-    module.save_config(output_path)
-    if any(True for _ in module.parameters()):
-        save_model(module, os.path.join(output_path, WEIGHTS_FILE))
+class SafetensorsModule(Module):
+    """A module saved as its `config_keys` (JSON) and its parameters (safetensors only)."""
 
+    def save(self, output_path: str, *args: Any, **kwargs: Any) -> None:
+        self.save_config(output_path)
+        if any(True for _ in self.parameters()):
+            save_model(self, os.path.join(output_path, WEIGHTS_FILE))
 
-def load_module(cls: type[M], model_name_or_path: str, subfolder: str = "", **kwargs: Any) -> M:
-    hub_kwargs = {key: kwargs[key] for key in _HUB_KEYS if key in kwargs}
-    config = cls.load_config(model_name_or_path, subfolder=subfolder, **hub_kwargs)
-    module = cls(**config)
-    if not any(True for _ in module.parameters()):
+    @classmethod
+    def load(cls: type[M], model_name_or_path: str, subfolder: str = "", **kwargs: Any) -> M:
+        hub_kwargs = {key: kwargs[key] for key in _HUB_KEYS if key in kwargs}
+        module = cls(**cls.load_config(model_name_or_path, subfolder=subfolder, **hub_kwargs))
+        if not any(True for _ in module.parameters()):
+            return module
+        weights = cls.load_file_path(model_name_or_path, WEIGHTS_FILE, subfolder=subfolder, **hub_kwargs)
+        if weights is None:
+            raise ModelLoadError(
+                f"{model_name_or_path}/{subfolder}: no {WEIGHTS_FILE} (lwap loads safetensors only)"
+            )
+        load_model(module, weights, strict=True)
         return module
-    weights = cls.load_file_path(model_name_or_path, WEIGHTS_FILE, subfolder=subfolder, **hub_kwargs)
-    if weights is None:
-        raise ModelLoadError(
-            f"{model_name_or_path}/{subfolder}: no {WEIGHTS_FILE} (lwap loads safetensors only)"
-        )
-    load_model(module, weights, strict=True)
-    return module

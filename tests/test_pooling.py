@@ -10,7 +10,7 @@ from sentence_transformers import SentenceTransformer
 
 from lwap import POOLINGS, LayerwiseAttentionPooling, build_model, find_lwap
 from lwap.errors import ConfigError
-from lwap.model import _pooling_head
+from lwap.registry import Backbone, build_head
 
 
 def reference_lwap(
@@ -89,9 +89,7 @@ def test_layer_subset_and_sqrt_scale() -> None:
 
 def test_weighted_pooler_equals_seed_formula() -> None:
     """Seed: learned scalar weight per layer from layer 4, weighted mean of the layers, then [CLS]."""
-    weighted, cls = _pooling_head(
-        "weighted", hidden=8, num_layers=6, lwap_layers=None, score_scale="num_layers", layer_start=4
-    )
+    weighted, cls = build_head("weighted", Backbone(hidden_size=8, num_layers=6), weighted_layer_start=4)
     layers, mask = hand_made_features(num_states=7)
     with torch.no_grad():
         weighted.layer_weights.copy_(torch.tensor([0.5, 2.0, 1.5]))
@@ -102,7 +100,7 @@ def test_weighted_pooler_equals_seed_formula() -> None:
 
 
 def test_first_last_avg_uses_first_transformer_layer_not_embeddings() -> None:
-    layer_mean, pooling = _pooling_head("first_last_avg", 8, 4, None, "num_layers", 4)
+    layer_mean, pooling = build_head("first_last_avg", Backbone(hidden_size=8, num_layers=4))
     assert layer_mean.layers == [1, 4]
     layers, mask = hand_made_features(num_states=5)
     out = pooling(layer_mean({"all_layer_embeddings": tuple(layers), "attention_mask": mask}))[
@@ -111,7 +109,7 @@ def test_first_last_avg_uses_first_transformer_layer_not_embeddings() -> None:
     tokens = (layers[1] + layers[4]) / 2
     m = mask.unsqueeze(-1).float()
     torch.testing.assert_close(out, (tokens * m).sum(1) / m.sum(1))
-    assert _pooling_head("last2_avg", 8, 4, None, "num_layers", 4)[0].layers == [3, 4]
+    assert build_head("last2_avg", Backbone(hidden_size=8, num_layers=4))[0].layers == [3, 4]
 
 
 @pytest.mark.parametrize("pooling", POOLINGS)
@@ -153,7 +151,7 @@ def test_cls_mlp_is_used_in_training_only(tiny_bert) -> None:
 
 
 def test_unknown_pooling_lists_valid_ones(tiny_bert) -> None:
-    with pytest.raises(ConfigError, match="valid poolings: lwap, weighted, cls"):
+    with pytest.raises(ConfigError, match="pooling: unknown value 'max'; valid: lwap, weighted, cls"):
         build_model(str(tiny_bert), "max")
     with pytest.raises(ConfigError, match="weighted_layer_start"):
         build_model(str(tiny_bert), "weighted", weighted_layer_start=9)

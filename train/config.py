@@ -9,6 +9,7 @@ use the same checks (the value is parsed as YAML, so `--set training.precision=b
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import math
@@ -21,9 +22,8 @@ from typing import Any
 
 import yaml
 
-from lwap.errors import ConfigError
-from lwap.model import POOLINGS
-from lwap.pooling import SCORE_SCALES
+from lwap import registry
+from lwap.errors import ConfigError, unknown_value
 
 OBJECTIVES = ("unsup_simcse", "sup_simcse")
 PRECISIONS = ("fp32", "bf16")
@@ -42,16 +42,26 @@ class OutputConfig:
     save_total_limit: int | None = 2  # checkpoints kept on disk (the best one is always kept); null = all
 
 
+def _with_pooler_options(cls: type) -> type:
+    """A field per option in lwap.registry (lwap_layers, score_scale, ...): new options need no edit here."""
+    for option in registry.OPTIONS.values():
+        cls.__annotations__[option.name] = option.type
+        setattr(cls, option.name, field(default_factory=lambda d=option.default: copy.deepcopy(d)))
+    return cls
+
+
 @dataclass
+@_with_pooler_options
 class ModelConfig:
-    """Backbone and pooler, as `lwap.build_model` takes them."""
+    """Backbone and pooler, as `lwap.build_model` takes them; the pooler options follow these fields."""
 
     backbone: str  # hub id or local folder
-    pooling: str  # one of lwap.POOLINGS
+    pooling: str  # one of lwap.POOLINGS (lwap.registry)
     max_seq_length: int = 32
-    lwap_layers: list[int] | None = None  # hidden states taking part in LWAP; null = all (the paper)
-    score_scale: str = "num_layers"  # LWAP score scaling: num_layers (paper) or sqrt_hidden
-    weighted_layer_start: int = 4  # first layer of the `weighted` pooler
+
+    def pooler_options(self) -> dict[str, Any]:
+        """Every pooler option's value (build_model uses the chosen pooler's own)."""
+        return {name: getattr(self, name) for name in registry.OPTIONS}
 
 
 @dataclass
@@ -281,9 +291,7 @@ def _describe(value: Any) -> str:
 
 def _choice(value: str, valid: tuple[str, ...], key: str, source: str) -> None:
     if value not in valid:
-        close = difflib.get_close_matches(value, valid, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"{source}: {key}: unknown value {value!r}{hint}; valid: {', '.join(valid)}")
+        raise unknown_value(f"{source}: {key}", value, valid)
 
 
 def _check_values(c: TrainConfig, source: str) -> None:
@@ -303,19 +311,15 @@ def _check_values(c: TrainConfig, source: str) -> None:
             c.output.save_total_limit,
         )
 
-    _choice(c.model.pooling, POOLINGS, "model.pooling", source)
-    _choice(c.model.score_scale, SCORE_SCALES, "model.score_scale", source)
+    try:
+        registry.check(c.model.pooling, c.model.pooler_options(), key_prefix="model.")
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
     need(
         c.model.max_seq_length >= 2,
         "model.max_seq_length",
         "at least 2 (room for [CLS] and [SEP])",
         c.model.max_seq_length,
-    )
-    need(
-        c.model.weighted_layer_start >= 0,
-        "model.weighted_layer_start",
-        "at least 0",
-        c.model.weighted_layer_start,
     )
     need(bool(c.model.backbone.strip()), "model.backbone", "a hub id or a folder", c.model.backbone)
 

@@ -155,14 +155,7 @@ def build_configured_model(m: ModelConfig) -> Any:
     """The SentenceTransformer a config's `model` section describes (backbone + pooling head)."""
     from lwap.model import build_model
 
-    return build_model(
-        m.backbone,
-        m.pooling,
-        max_seq_length=m.max_seq_length,
-        lwap_layers=m.lwap_layers,
-        score_scale=m.score_scale,
-        weighted_layer_start=m.weighted_layer_start,
-    )
+    return build_model(m.backbone, m.pooling, max_seq_length=m.max_seq_length, **m.pooler_options())
 
 
 def _build_trainer(

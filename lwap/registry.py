@@ -1,0 +1,181 @@
+"""The poolers lwap builds and their options: one table, read by config checking and `lwap.build_model`.
+
+Imports no torch, so a typo in a config is reported before torch loads; each builder imports its modules
+when called. Adding a pooler or an option is one entry here, plus its tests (and the option's key in each
+file of configs/, which shows every key; a test keeps it so). An option is a `model.<name>` key of a
+training config and a keyword of `build_model`; names are unique across poolers, so each means one thing.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lwap.errors import ConfigError, unknown_value
+
+SCORE_SCALES = ("num_layers", "sqrt_hidden")
+
+
+@dataclass(frozen=True)
+class Backbone:
+    """What a builder knows of the backbone the pooler sits on."""
+
+    hidden_size: int
+    num_layers: int  # transformer layers L; with output_hidden_states it returns L+1 hidden states
+    source: str = ""  # its folder, for a builder that reads the backbone's saved settings
+
+
+@dataclass(frozen=True)
+class Option:
+    """One pooler setting. Types are checked by the config loader; `check` tests the value."""
+
+    name: str
+    type: Any  # the type hint configs are checked against: int, str, list[int] | None, ...
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()  # the values a string option allows
+    minimum: int | None = None  # the least value of an int, or of each item of an int list
+
+    def check(self, value: Any, key: str) -> None:
+        """ConfigError naming `key` when `value` is not allowed (null passes where the type allows it)."""
+        if value is None:
+            return
+        if self.choices and value not in self.choices:
+            raise unknown_value(key, value, self.choices)
+        if self.minimum is not None:
+            items = value if isinstance(value, list) else [value]
+            if any(item < self.minimum for item in items):
+                what = "hold values of" if isinstance(value, list) else "be"
+                raise ConfigError(f"{key} must {what} at least {self.minimum}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Pooler:
+    """A pooling head: `build(backbone, **options)` gives the modules placed after the Transformer."""
+
+    name: str
+    description: str
+    hidden_states: bool  # needs every layer's hidden states (the backbone is loaded to return them)
+    build: Callable[..., list[Any]]
+    options: tuple[Option, ...] = ()
+
+    def head(self, backbone: Backbone, options: Mapping[str, Any]) -> list[Any]:
+        """The modules with this pooler's `options` (others ignored, missing ones at their defaults)."""
+        own = {o.name: copy.deepcopy(options.get(o.name, o.default)) for o in self.options}
+        return self.build(backbone, **own)
+
+
+def _lwap(backbone: Backbone, lwap_layers: list[int] | None, score_scale: str) -> list[Any]:
+    from lwap.layerwise_attention import LayerwiseAttentionPooling
+
+    states = backbone.num_layers + 1
+    try:
+        return [LayerwiseAttentionPooling(backbone.hidden_size, states, lwap_layers, score_scale)]
+    except ValueError as error:  # a layer index past this backbone's hidden states
+        raise ConfigError(f"lwap_layers: {error}") from None
+
+
+def _weighted(backbone: Backbone, weighted_layer_start: int) -> list[Any]:
+    from sentence_transformers.sentence_transformer.modules import Pooling, WeightedLayerPooling
+
+    hidden, layers = backbone.hidden_size, backbone.num_layers
+    if not 0 <= weighted_layer_start <= layers:
+        raise ConfigError(
+            f"weighted_layer_start must be in 0..{layers} for this backbone, got {weighted_layer_start}"
+        )
+    return [WeightedLayerPooling(hidden, layers, weighted_layer_start), Pooling(hidden, "cls")]
+
+
+def _cls(backbone: Backbone) -> list[Any]:
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from lwap.training_only_mlp import TrainingOnlyMLP
+
+    return [Pooling(backbone.hidden_size, "cls"), TrainingOnlyMLP(backbone.hidden_size)]
+
+
+def _mean(backbone: Backbone) -> list[Any]:
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    return [Pooling(backbone.hidden_size, "mean")]
+
+
+def _mean_of_layers(backbone: Backbone, layers: list[int]) -> list[Any]:
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    from lwap.layer_mean import LayerMean
+
+    return [LayerMean(layers), Pooling(backbone.hidden_size, "mean")]
+
+
+def _first_last_avg(backbone: Backbone) -> list[Any]:
+    return _mean_of_layers(backbone, [1, backbone.num_layers])  # layer 1, not the embedding output
+
+
+def _last2_avg(backbone: Backbone) -> list[Any]:
+    return _mean_of_layers(backbone, [backbone.num_layers - 1, backbone.num_layers])
+
+
+POOLERS: dict[str, Pooler] = {
+    pooler.name: pooler
+    for pooler in (
+        Pooler(
+            "lwap",
+            "attention over every layer's [CLS] and masked mean, with the last [CLS] (the LWAP paper)",
+            True,
+            _lwap,
+            (
+                Option(
+                    "lwap_layers",
+                    list[int] | None,
+                    None,
+                    "hidden states taking part (0 = embedding output); null = all (the paper)",
+                    minimum=0,
+                ),
+                Option(
+                    "score_scale",
+                    str,
+                    "num_layers",
+                    "attention scores / number of layers (the paper) or / √hidden (sqrt_hidden)",
+                    choices=SCORE_SCALES,
+                ),
+            ),
+        ),
+        Pooler(
+            "weighted",
+            "learned scalar weight per layer from weighted_layer_start, weighted mean, then [CLS]",
+            True,
+            _weighted,
+            (Option("weighted_layer_start", int, 4, "first layer of the weighted pooler", minimum=0),),
+        ),
+        Pooler("cls", "SimCSE: MLP on [CLS] in training, plain [CLS] at inference", False, _cls),
+        Pooler("mean", "masked mean of the last layer", False, _mean),
+        Pooler(
+            "first_last_avg",
+            "masked mean of (first transformer layer + last layer) / 2",
+            True,
+            _first_last_avg,
+        ),
+        Pooler("last2_avg", "masked mean of the last two layers", True, _last2_avg),
+    )
+}
+POOLINGS = tuple(POOLERS)
+OPTIONS: dict[str, Option] = {o.name: o for pooler in POOLERS.values() for o in pooler.options}
+
+
+def check(pooling: str, options: Mapping[str, Any], key_prefix: str = "") -> Pooler:
+    """The pooler named `pooling`, after checking it and `options` (of any pooler); errors name the key."""
+    if pooling not in POOLERS:
+        raise unknown_value(f"{key_prefix}pooling", pooling, POOLINGS)
+    for name, value in options.items():
+        if name not in OPTIONS:
+            raise ConfigError(f"unknown pooler option {name!r}; valid: {', '.join(OPTIONS)}")
+        OPTIONS[name].check(value, f"{key_prefix}{name}")
+    return POOLERS[pooling]
+
+
+def build_head(pooling: str, backbone: Backbone, **options: Any) -> list[Any]:
+    """The checked pooler's modules for `backbone` (what follows the Transformer in build_model)."""
+    return check(pooling, options).head(backbone, options)

@@ -1,0 +1,154 @@
+"""The pooler registry (lwap.registry): one table behind config checks and build_model; module homes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import REPO, SENTENCES
+from safetensors.torch import load_file
+
+from lwap import build_model, load_model, registry
+from lwap.errors import ConfigError, LwapError
+from lwap.module_io import SafetensorsModule
+from lwap.train.config import ModelConfig, all_keys, load_config
+
+MINIMAL = {
+    "output": {"dir": "out"},
+    "model": {"backbone": "b", "pooling": "lwap"},
+    "data": {"train": "x.txt"},
+    "objective": {"name": "unsup_simcse"},
+}
+
+
+def config_error(tmp_path: Path, **model: object) -> str:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({**MINIMAL, "model": {**MINIMAL["model"], **model}}), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    return str(caught.value)
+
+
+def test_option_names_are_unique_across_poolers() -> None:
+    listed = [option.name for pooler in registry.POOLERS.values() for option in pooler.options]
+    assert len(listed) == len(set(listed)) == len(registry.OPTIONS)
+    assert registry.POOLINGS == ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
+
+
+def test_model_config_has_a_field_per_option_with_its_type_and_default() -> None:
+    fields = {f.name: f for f in dataclasses.fields(ModelConfig)}
+    config = ModelConfig(backbone="b", pooling="lwap")
+    for name, option in registry.OPTIONS.items():
+        assert f"model.{name}" in all_keys()
+        assert fields[name].type == option.type and getattr(config, name) == option.default
+    assert config.pooler_options() == {name: o.default for name, o in registry.OPTIONS.items()}
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ({"pooling": "lwapp"}, "model.pooling: unknown value 'lwapp' (did you mean 'lwap'?)"),
+        (
+            {"score_scale": "sqrt_hiden"},
+            "model.score_scale: unknown value 'sqrt_hiden' (did you mean 'sqrt_hidden'?)",
+        ),
+        ({"lwap_layers": [0, -1]}, "model.lwap_layers must hold values of at least 0, got [0, -1]"),
+        ({"weighted_layer_start": -1}, "model.weighted_layer_start must be at least 0, got -1"),
+    ],
+)
+def test_config_reports_registry_checks_with_file_and_key(tmp_path: Path, model: dict, expected: str) -> None:
+    message = config_error(tmp_path, **model)
+    assert message.startswith(str(tmp_path / "c.yaml")) and expected in message
+
+
+def test_build_model_checks_pooling_and_options_before_loading_the_backbone(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-backbone")  # never read: the options fail first
+    with pytest.raises(ConfigError, match="score_scale: unknown value 'bogus'"):
+        build_model(missing, "lwap", score_scale="bogus")
+    with pytest.raises(ConfigError, match="unknown pooler option 'lwap_layer'"):
+        build_model(missing, "lwap", lwap_layer=[1])
+    with pytest.raises(ConfigError, match="pooling: unknown value 'max'"):
+        build_model(missing, "max")
+
+
+def test_backbone_dependent_checks_name_the_option() -> None:
+    small = registry.Backbone(hidden_size=8, num_layers=2)
+    with pytest.raises(ConfigError, match=r"lwap_layers: .*0\.\.2"):
+        registry.build_head("lwap", small, lwap_layers=[3])
+    with pytest.raises(ConfigError, match=r"weighted_layer_start must be in 0\.\.2"):
+        registry.build_head("weighted", small, weighted_layer_start=3)
+
+
+def test_options_reach_the_module(tiny_bert: Path) -> None:
+    model = build_model(str(tiny_bert), "lwap", lwap_layers=[1, 2], score_scale="sqrt_hidden")
+    assert (model[1].layers, model[1].score_scale) == ([1, 2], "sqrt_hidden")
+    assert build_model(str(tiny_bert), "weighted", weighted_layer_start=1)[1].layer_start == 1
+
+
+def test_config_typo_is_reported_before_torch_is_imported(tmp_path: Path) -> None:
+    """`lwap train` with a bad pooling fails in well under a second: no torch, no transformers."""
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(MINIMAL), encoding="utf-8")
+    script = (
+        "import sys\nfrom lwap.cli import main\n"
+        f"assert main(['train', {str(path)!r}, '--set', 'model.pooling=typo']) == 2\n"
+        "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "model.pooling: unknown value 'typo'" in done.stderr
+
+
+def test_every_lwap_module_saves_through_the_safetensors_base() -> None:
+    from lwap import LayerMean, LayerwiseAttentionPooling, TrainingOnlyMLP
+
+    for cls in (LayerwiseAttentionPooling, LayerMean, TrainingOnlyMLP):
+        assert issubclass(cls, SafetensorsModule)
+        assert "save" not in vars(cls) and "load" not in vars(cls)
+
+
+def test_training_only_mlp_weights_as_pickle_are_refused(tiny_bert: Path, tmp_path: Path) -> None:
+    build_model(str(tiny_bert), "cls").save(str(tmp_path / "m"))
+    head = tmp_path / "m" / "2_TrainingOnlyMLP"
+    torch.save(load_file(head / "model.safetensors"), head / "pytorch_model.bin")
+    (head / "model.safetensors").unlink()
+    with pytest.raises(LwapError, match="safetensors only"):
+        load_model(tmp_path / "m")
+
+
+OLD_PATHS = {
+    "lwap.layerwise_attention.LayerwiseAttentionPooling": "lwap.pooling.LayerwiseAttentionPooling",
+    "lwap.layer_mean.LayerMean": "lwap.poolers.LayerMean",
+    "lwap.training_only_mlp.TrainingOnlyMLP": "lwap.poolers.TrainingOnlyMLP",
+}
+
+
+@pytest.mark.parametrize("pooling", ["lwap", "cls", "first_last_avg"])
+def test_models_saved_under_the_old_module_names_still_load(pooling: str, tiny_bert: Path, tmp_path) -> None:
+    """Before the modules got their own files, modules.json named lwap.pooling.* and lwap.poolers.*."""
+    model = build_model(str(tiny_bert), pooling).eval()
+    model.save(str(tmp_path / "m"))
+    modules_json = tmp_path / "m" / "modules.json"
+    entries = json.loads(modules_json.read_text(encoding="utf-8"))
+    new = [e["type"] for e in entries if e["type"].startswith("lwap.")]
+    assert new and set(new) <= set(OLD_PATHS)  # new saves name the new homes
+    for entry in entries:
+        entry["type"] = OLD_PATHS.get(entry["type"], entry["type"])
+    modules_json.write_text(json.dumps(entries), encoding="utf-8")
+    loaded = load_model(tmp_path / "m")
+    assert [type(m) for m in loaded] == [type(m) for m in model]
+    assert np.array_equal(loaded.encode(SENTENCES), model.encode(SENTENCES))
+
+
+def test_readme_pooler_table_lists_every_registered_pooler() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for name in registry.POOLINGS:
+        assert f"| `{name}` |" in readme
