@@ -2,6 +2,7 @@
 
 Pipelines (all modules are sentence-transformers modules; lwap only adds what is missing):
   lwap            Transformer(hidden states) → LayerwiseAttentionPooling
+  lwap, native    Transformer(hidden states) → the backbone's own pooling → LayerwiseAttentionPooling(native)
   weighted        Transformer(hidden states) → WeightedLayerPooling(from layer 4) → Pooling(cls)
   cls             Transformer → Pooling(cls) → TrainingOnlyMLP  (SimCSE: MLP in training only)
   mean            Transformer → Pooling(mean)
@@ -42,6 +43,8 @@ def build_model(
     lwap_layers: list[int] | None = None,
     score_scale: str = "num_layers",
     weighted_layer_start: int = 4,
+    lwap_start: str = "random",
+    native_pooling: str = "auto",
     device: str | None = None,
 ) -> SentenceTransformer:
     """A fresh SentenceTransformer: `backbone` (hub id or folder) followed by the `pooling` head."""
@@ -61,6 +64,8 @@ def build_model(
     hidden = transformer.get_embedding_dimension()
     num_layers = transformer.model.config.num_hidden_layers
     heads = _pooling_head(pooling, hidden, num_layers, lwap_layers, score_scale, weighted_layer_start)
+    if pooling == "lwap" and lwap_start != "random":
+        heads = _native_start(backbone, source, hidden, lwap_start, native_pooling, heads)
     return SentenceTransformer(modules=[transformer, *heads], device=device)
 
 
@@ -138,6 +143,22 @@ def _pooling_head(
         return [Pooling(hidden, "mean")]
     layers = [1, num_layers] if pooling == "first_last_avg" else [num_layers - 1, num_layers]
     return [LayerMean(layers), Pooling(hidden, "mean")]
+
+
+def _native_start(
+    backbone: str, source: str, hidden: int, start: str, native_pooling: str, heads: list[Module]
+) -> list[Module]:
+    """The backbone's own pooling, then the LWAP head switched to add a zero-initialised correction."""
+    from lwap.native_pooling import native_pooling_modules
+    from lwap.pooling import STARTS
+
+    if start not in STARTS:
+        raise ConfigError(f"unknown lwap_start {start!r}; valid: {', '.join(STARTS)}")
+    given = Path(backbone).expanduser()
+    native = native_pooling_modules(str(given) if given.is_dir() else source, hidden, native_pooling)
+    lwap = heads[0]
+    head = LayerwiseAttentionPooling(hidden, lwap.num_hidden_states, lwap.layers, lwap.score_scale, start)
+    return [*native, head]
 
 
 def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) -> SentenceTransformer:

@@ -52,6 +52,8 @@ class ModelConfig:
     lwap_layers: list[int] | None = None  # hidden states taking part in LWAP; null = all (the paper)
     score_scale: str = "num_layers"  # LWAP score scaling: num_layers (paper) or sqrt_hidden
     weighted_layer_start: int = 4  # first layer of the `weighted` pooler
+    lwap_start: str = "random"  # LWAP head: random (paper) | native (own vector + zero-init correction)
+    native_pooling: str = "auto"  # lwap_start native: auto (the backbone's saved pooling) | mean | cls
 
 
 @dataclass
@@ -97,6 +99,8 @@ class TrainingConfig:
     fast_dropout: bool = False  # cheaper dropout masks, same rate and scaling (fast_dropout.py)
     keep_freed_memory: bool = False  # glibc malloc keeps freed memory: no page faults per step (allocator.py)
     length_group_size: int = 16  # length_grouped: batches per group sorted by token length (sampling.py)
+    head_learning_rate_multiplier: float = 1.0  # the pooling head's lr = learning_rate × this (new heads)
+    head_warmup_steps: int = 0  # the backbone is frozen for the first N steps (only the head trains)
     logging_steps: int = 10
     progress_bar: bool = True
 
@@ -305,6 +309,10 @@ def _check_values(c: TrainConfig, source: str) -> None:
 
     _choice(c.model.pooling, POOLINGS, "model.pooling", source)
     _choice(c.model.score_scale, SCORE_SCALES, "model.score_scale", source)
+    _choice(c.model.lwap_start, ("random", "native"), "model.lwap_start", source)
+    _choice(c.model.native_pooling, ("auto", "mean", "cls"), "model.native_pooling", source)
+    if c.model.lwap_start != "random" and c.model.pooling != "lwap":
+        raise ConfigError(f"{source}: model.lwap_start applies to pooling lwap only, got {c.model.pooling!r}")
     need(
         c.model.max_seq_length >= 2,
         "model.max_seq_length",
@@ -358,6 +366,13 @@ def _check_values(c: TrainConfig, source: str) -> None:
     _choice(t.batch_sampler, BATCH_SAMPLERS, "training.batch_sampler", source)
     _choice(t.attention, ATTENTIONS, "training.attention", source)
     need(t.length_group_size >= 1, "training.length_group_size", "at least 1", t.length_group_size)
+    need(
+        t.head_learning_rate_multiplier > 0,
+        "training.head_learning_rate_multiplier",
+        "> 0",
+        t.head_learning_rate_multiplier,
+    )
+    need(t.head_warmup_steps >= 0, "training.head_warmup_steps", "at least 0", t.head_warmup_steps)
 
     e = c.eval
     need(e.eval_steps >= 1, "eval.eval_steps", "at least 1", e.eval_steps)
