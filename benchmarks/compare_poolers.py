@@ -48,7 +48,6 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "lwap-native": ("model.lwap_start=native",),
     "lwap-headlr": ("training.head_learning_rate_multiplier=10",),
     "lwap-warmup": ("training.head_warmup_steps={warmup}",),
-    "lwap-native-headlr": ("model.lwap_start=native", "training.head_learning_rate_multiplier=10"),
     "lwap-all": (
         "model.lwap_start=native",
         "training.head_learning_rate_multiplier=10",
