@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,8 @@ def pooling_of(row: str) -> str:
 
 def variant_overrides(row: str, regime: str) -> list[str]:
     return [o.format(warmup=WARMUP_STEPS[regime]) for o in VARIANTS.get(row, ())]
+
+
 STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 STS_LABELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
 BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"  # the default; cells of others go under backbones/
@@ -120,6 +123,15 @@ def scores(results: dict[str, Any]) -> dict[str, float]:
     row.update({"scifact_ndcg@10": search["ndcg@10"], "scifact_mrr@10": search["mrr@10"]})
     row["scifact_recall@100"] = search["recall@100"]
     return row
+
+
+def layer_attention(results: dict[str, Any]) -> dict[str, Any]:
+    """An LWAP model's mean attention per layer on STS-B test (what `lwap eval` measured), for figures."""
+    profile = results.get("layer_attention")
+    if not profile or not profile.get("sentences"):
+        return {}
+    keep = ("layers", "sentences", "mean_attention")
+    return {"layer_attention": {key: profile[key] for key in keep}}
 
 
 def fixed_overrides(backbone: str, extra: list[str]) -> list[str]:
@@ -182,6 +194,7 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
         "eval_precision": EVAL_PRECISION,
         "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
         "scores": scores(results),
+        **layer_attention(results),
     }
     cell_file.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
     print(f"[ok  ] {regime} {pooler} seed {seed}: avg {cell['scores']['avg_all']:.2f}", flush=True)
@@ -302,7 +315,9 @@ def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]], backbone: s
     return status + "."
 
 
-def regime_section(backbone: str, regime: str, reference: dict[str, Any] | None) -> list[str]:
+def regime_section(
+    backbone: str, regime: str, reference: dict[str, Any] | None, others: Sequence[dict[str, Any]] = ()
+) -> list[str]:
     cells = load_cells(results_dir(backbone) / regime)
     if not cells:
         return [f"_No cells of the `{regime}` regime yet._", ""]
@@ -317,6 +332,9 @@ def regime_section(backbone: str, regime: str, reference: dict[str, Any] | None)
         ref = reference["scores"]
         values = " | ".join(f"{ref[key]:.2f}" for key, _ in COLUMNS)
         lines.append(f"| untouched backbone (mean, no training) | – | {values} | – |")
+    for other in others:
+        values = " | ".join(f"{other['scores'][key]:.2f}" for key, _ in COLUMNS)
+        lines.append(f"| untouched backbone ({other['pooling']}, no training) | – | {values} | – |")
     for pooler, runs in cells.items():
         parts = []
         for key, _ in COLUMNS:
@@ -468,14 +486,19 @@ def all_runs_table() -> list[str]:
 def backbone_sections(backbone: str) -> list[str]:
     ref_file = results_dir(backbone) / "untouched-backbone.json"
     reference = json.loads(ref_file.read_text(encoding="utf-8")) if ref_file.exists() else None
+    others = [
+        json.loads(path.read_text(encoding="utf-8"))
+        for path in (reference_file(backbone, p) for p in UNTOUCHED_POOLINGS[1:])
+        if path.exists()
+    ]
     title = "" if backbone == BACKBONE else f"{backbone_name(backbone)}: "
     return [
         f"## {title}Unsupervised SimCSE (Wikipedia sentences)",
         "",
-        *regime_section(backbone, "unsup", reference),
+        *regime_section(backbone, "unsup", reference, others),
         f"## {title}Supervised SimCSE (SNLI triplets)",
         "",
-        *regime_section(backbone, "sup", reference),
+        *regime_section(backbone, "sup", reference, others),
     ]
 
 
@@ -511,6 +534,50 @@ def command_report(args: argparse.Namespace) -> None:
         "",
     ]
     Path(args.output).write_text("\n".join(text), encoding="utf-8")
+    print(f"wrote {args.output}")
+
+
+FIGURE_ROWS = ("lwap", "lwap-native")  # the attention profiles drawn, where a backbone has their cells
+
+
+def command_figure(args: argparse.Namespace) -> None:
+    """docs/layer_attention.png: mean attention each layer receives (STS-B test), per backbone and regime,
+    averaged over the seeds of each trained LWAP row; one panel per regime."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, panels = plt.subplots(1, len(REGIMES), figsize=(12, 4.2), sharey=True)
+    for panel, regime in zip(panels, REGIMES, strict=True):
+        series = []
+        for backbone in backbones():
+            cells = load_cells(results_dir(backbone) / regime)
+            for row in FIGURE_ROWS:
+                runs = [c for c in cells.get(row, []) if c.get("layer_attention")]
+                if runs:
+                    profile = [
+                        statistics.fmean(v)
+                        for v in zip(*(c["layer_attention"]["mean_attention"] for c in runs), strict=True)
+                    ]
+                    series.append((f"{backbone_name(backbone)} · {row} ({len(runs)} seeds)", profile))
+        width = 0.8 / max(len(series), 1)
+        for i, (label, profile) in enumerate(series):
+            x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(profile))]
+            panel.bar(x, profile, width=width, label=label)
+        if series:
+            layers = len(series[0][1])
+            panel.axhline(1 / layers, color="gray", linestyle="--", linewidth=1, label="uniform")
+            panel.set_xticks(range(layers), ["emb", *map(str, range(1, layers))])
+        panel.set_title(f"{'unsupervised' if regime == 'unsup' else 'supervised'} SimCSE", fontsize=10)
+        panel.set_xlabel("layer attended (key; emb = embedding output)")
+        panel.legend(fontsize=7)
+    panels[0].set_ylabel("mean attention weight (STS-B test)")
+    figure.suptitle(
+        "What LWAP attends to, per backbone (python benchmarks/compare_poolers.py figure)", fontsize=10
+    )
+    figure.tight_layout()
+    figure.savefig(args.output, dpi=120)
     print(f"wrote {args.output}")
 
 
@@ -557,6 +624,9 @@ def main() -> None:
     report = commands.add_parser("report", help="write docs/RESULTS.md from the cell files")
     report.add_argument("--output", default=str(REPO / "docs" / "RESULTS.md"))
     report.set_defaults(func=command_report)
+    figure = commands.add_parser("figure", help="draw docs/layer_attention.png from the cell files")
+    figure.add_argument("--output", default=str(REPO / "docs" / "layer_attention.png"))
+    figure.set_defaults(func=command_figure)
     args = parser.parse_args()
     args.func(args)
 
