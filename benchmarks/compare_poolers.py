@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,32 @@ REGIMES = {
     "sup": REPO / "configs/compare/sup-minilm.yaml",
 }
 POOLERS = ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
+# LWAP for already-trained encoders (issue 12): the `lwap` pooler with these settings on top of the grid's
+# budget. The values were fixed before any variant ran, not tuned: head lr ×10 (a new head's usual lr is
+# an order of magnitude above fine-tuning's); warm-up = the first quarter of the steps (one evaluation
+# interval of the supervised budget). `{warmup}` is filled in per regime.
+WARMUP_STEPS = {"unsup": 50, "sup": 33}
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "lwap-native": ("model.lwap_start=native",),
+    "lwap-headlr": ("training.head_learning_rate_multiplier=10",),
+    "lwap-warmup": ("training.head_warmup_steps={warmup}",),
+    "lwap-all": (
+        "model.lwap_start=native",
+        "training.head_learning_rate_multiplier=10",
+        "training.head_warmup_steps={warmup}",
+    ),
+}
+ROWS = POOLERS + tuple(VARIANTS)
+
+
+def pooling_of(row: str) -> str:
+    return "lwap" if row in VARIANTS else row
+
+
+def variant_overrides(row: str, regime: str) -> list[str]:
+    return [o.format(warmup=WARMUP_STEPS[regime]) for o in VARIANTS.get(row, ())]
+
+
 STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 STS_LABELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
 BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"  # the default; cells of others go under backbones/
@@ -98,6 +125,15 @@ def scores(results: dict[str, Any]) -> dict[str, float]:
     return row
 
 
+def layer_attention(results: dict[str, Any]) -> dict[str, Any]:
+    """An LWAP model's mean attention per layer on STS-B test (what `lwap eval` measured), for figures."""
+    profile = results.get("layer_attention")
+    if not profile or not profile.get("sentences"):
+        return {}
+    keep = ("layers", "sentences", "mean_attention")
+    return {"layer_attention": {key: profile[key] for key in keep}}
+
+
 def fixed_overrides(backbone: str, extra: list[str]) -> list[str]:
     """The settings every cell of one grid shares beyond the config file (the backbone, any --set)."""
     return ([] if backbone == BACKBONE else [f"model.backbone={backbone}"]) + list(extra)
@@ -127,7 +163,8 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
     out = work / regime / f"{pooler}-seed{seed}"
     log = work / regime / f"{pooler}-seed{seed}.log"
     out.parent.mkdir(parents=True, exist_ok=True)
-    overrides = [f"model.pooling={pooler}", f"training.seed={seed}", *shared, f"output.dir={out}"]
+    overrides = [f"model.pooling={pooling_of(pooler)}", f"training.seed={seed}", *shared, f"output.dir={out}"]
+    variant = variant_overrides(pooler, regime)
     print(f"[run ] {regime} {pooler} seed {seed} -> {out}", flush=True)
     started = time.perf_counter()
     if not (out / "model" / "modules.json").is_file():
@@ -135,7 +172,7 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
             ["--resume"] if (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()) else []
         )
         command = [sys.executable, "-m", "lwap", "train", str(REGIMES[regime].relative_to(REPO))]
-        run_logged([*command, *(a for o in overrides for a in ("--set", o)), *resume], log)
+        run_logged([*command, *(a for o in [*variant, *overrides] for a in ("--set", o)), *resume], log)
     train_seconds = time.perf_counter() - started
     summary = json.loads((out / "train_summary.json").read_text(encoding="utf-8"))
     tick = time.perf_counter()
@@ -147,6 +184,7 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
         "backbone": backbone,
         "config": str(REGIMES[regime].relative_to(REPO)),
         "overrides": overrides[:-1],
+        **({"variant": variant} if variant else {}),
         "commit": commit(),
         "train_wall_seconds": round(train_seconds, 1),
         "eval_wall_seconds": round(time.perf_counter() - tick, 1),
@@ -156,6 +194,7 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
         "eval_precision": EVAL_PRECISION,
         "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
         "scores": scores(results),
+        **layer_attention(results),
     }
     cell_file.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
     print(f"[ok  ] {regime} {pooler} seed {seed}: avg {cell['scores']['avg_all']:.2f}", flush=True)
@@ -247,7 +286,7 @@ def load_cells(folder: Path) -> dict[str, list[dict[str, Any]]]:
     for path in sorted(folder.glob("*.json")):
         cell = json.loads(path.read_text(encoding="utf-8"))
         cells.setdefault(cell["pooler"], []).append(cell)
-    return {p: sorted(cells[p], key=lambda c: c["seed"]) for p in POOLERS if p in cells}
+    return {p: sorted(cells[p], key=lambda c: c["seed"]) for p in ROWS if p in cells}
 
 
 COLUMNS = [
@@ -260,7 +299,7 @@ COLUMNS = [
 
 def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]], backbone: str) -> str:
     """How much of the planned grid (every pooler × seeds 0, 1, 2) is done, and its cost per cell."""
-    done = sum(len(runs) for runs in cells.values())
+    done = sum(len(runs) for pooler, runs in cells.items() if pooler in POOLERS)
     planned = len(POOLERS) * len(PLANNED_SEEDS)
     minutes = [(c["train_wall_seconds"] + c["eval_wall_seconds"]) / 60 for r in cells.values() for c in r]
     status = f"Grid: {done} of {planned} planned cells ({len(POOLERS)} poolers × seeds "
@@ -276,7 +315,9 @@ def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]], backbone: s
     return status + "."
 
 
-def regime_section(backbone: str, regime: str, reference: dict[str, Any] | None) -> list[str]:
+def regime_section(
+    backbone: str, regime: str, reference: dict[str, Any] | None, others: Sequence[dict[str, Any]] = ()
+) -> list[str]:
     cells = load_cells(results_dir(backbone) / regime)
     if not cells:
         return [f"_No cells of the `{regime}` regime yet._", ""]
@@ -291,6 +332,9 @@ def regime_section(backbone: str, regime: str, reference: dict[str, Any] | None)
         ref = reference["scores"]
         values = " | ".join(f"{ref[key]:.2f}" for key, _ in COLUMNS)
         lines.append(f"| untouched backbone (mean, no training) | – | {values} | – |")
+    for other in others:
+        values = " | ".join(f"{other['scores'][key]:.2f}" for key, _ in COLUMNS)
+        lines.append(f"| untouched backbone ({other['pooling']}, no training) | – | {values} | – |")
     for pooler, runs in cells.items():
         parts = []
         for key, _ in COLUMNS:
@@ -299,8 +343,49 @@ def regime_section(backbone: str, regime: str, reference: dict[str, Any] | None)
         before = statistics.fmean(c["train"]["dev_spearman_before"] * 100 for c in runs)
         best = statistics.fmean(c["train"]["best_dev_spearman"] * 100 for c in runs)
         lines.append(f"| `{pooler}` | {len(runs)} | " + " | ".join(parts) + f" | {before:.1f} → {best:.1f} |")
-    lines += ["", *against_untouched(cells, reference), *below_step_zero(cells), *verdicts(cells), ""]
+    lines += ["", *variant_legend(cells, regime)]
+    lines += [*against_untouched(cells, reference), *below_step_zero(cells), *verdicts(cells)]
+    lines += [*variant_verdicts(cells), ""]
     return lines
+
+
+def variant_legend(cells: dict[str, list[dict[str, Any]]], regime: str) -> list[str]:
+    """What each LWAP variant row adds to the grid's budget (issue 12: LWAP on already-trained encoders)."""
+    rows = [row for row in cells if row in VARIANTS]
+    if not rows:
+        return []
+    seeds = ", ".join(f"`{row}` {len(cells[row])}/{len(PLANNED_SEEDS)}" for row in rows)
+    lines = [f"LWAP variants for already-trained encoders (seeds run: {seeds}), `lwap` plus:", ""]
+    lines += [f"- `{row}`: " + ", ".join(f"`{o}`" for o in variant_overrides(row, regime)) for row in rows]
+    return [*lines, ""]
+
+
+def variant_verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Each LWAP variant against `mean` trained with the same budget (issue 12's target)."""
+    rows = [row for row in cells if row in VARIANTS]
+    if not rows or "mean" not in cells:
+        return []
+    out = ["", "LWAP variants against `mean` (same budget and data order):", ""]
+    for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
+        other = [c["scores"][key] for c in cells["mean"]]
+        for row in rows:
+            base = [c["scores"][key] for c in cells[row]]
+            out.append(f"- {label}: " + difference(row, "mean", base, other))
+    return out
+
+
+def difference(a: str, b: str, base: list[float], other: list[float]) -> str:
+    """`a` − `b` with its verdict against the seed spread (and Welch's p) when both have ≥ 2 seeds."""
+    from scipy.stats import ttest_ind
+
+    (m1, s1), (m2, s2) = mean_std(base), mean_std(other)
+    delta = m1 - m2
+    if min(len(base), len(other)) < 2:  # one seed has no spread to compare with
+        return f"`{a}` − `{b}` = {delta:+.2f} (one seed: spread unknown)"
+    larger = abs(delta) > s1 + s2
+    p = ttest_ind(base, other, equal_var=False).pvalue
+    verdict = "**larger than the seed spread**" if larger else "within the seed spread"
+    return f"`{a}` − `{b}` = {delta:+.2f} ({verdict}; p = {p:.3f})"
 
 
 def below_step_zero(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -347,13 +432,11 @@ def against_untouched(cells: dict[str, list[dict[str, Any]]], reference: dict[st
 
 def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     """Which differences exceed the seed-to-seed spread: |Δ mean| > std(a) + std(b), plus Welch's p."""
-    from scipy.stats import ttest_ind
-
     out = ["Differences against `lwap` (Avg. all, SciFact nDCG@10). *Larger than the seed spread* means the"]
     out.append(
         "gap between the means exceeds the sum of the two standard deviations; Welch's t-test p beside it:"
     )
-    if min(len(runs) for runs in cells.values()) < 3:
+    if min((len(runs) for pooler, runs in cells.items() if pooler in POOLERS), default=0) < 3:
         out.append("(Fewer than three seeds per pooler so far: the spreads are rough estimates and")
         out.append("these verdicts provisional.)")
     out.append("")
@@ -362,18 +445,10 @@ def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
         base = [c["scores"][key] for c in cells["lwap"]]
         for pooler, runs in cells.items():
-            if pooler == "lwap":
+            if pooler == "lwap" or pooler in VARIANTS:
                 continue
             other = [c["scores"][key] for c in runs]
-            (m1, s1), (m2, s2) = mean_std(base), mean_std(other)
-            delta = m1 - m2
-            if min(len(base), len(other)) < 2:  # one seed has no spread to compare with
-                out.append(f"- {label}: `lwap` − `{pooler}` = {delta:+.2f} (one seed: spread unknown)")
-                continue
-            larger = abs(delta) > s1 + s2
-            p = ttest_ind(base, other, equal_var=False).pvalue
-            verdict = "**larger than the seed spread**" if larger else "within the seed spread"
-            out.append(f"- {label}: `lwap` − `{pooler}` = {delta:+.2f} ({verdict}; p = {p:.3f})")
+            out.append(f"- {label}: " + difference("lwap", pooler, base, other))
     return out
 
 
@@ -411,14 +486,19 @@ def all_runs_table() -> list[str]:
 def backbone_sections(backbone: str) -> list[str]:
     ref_file = results_dir(backbone) / "untouched-backbone.json"
     reference = json.loads(ref_file.read_text(encoding="utf-8")) if ref_file.exists() else None
+    others = [
+        json.loads(path.read_text(encoding="utf-8"))
+        for path in (reference_file(backbone, p) for p in UNTOUCHED_POOLINGS[1:])
+        if path.exists()
+    ]
     title = "" if backbone == BACKBONE else f"{backbone_name(backbone)}: "
     return [
         f"## {title}Unsupervised SimCSE (Wikipedia sentences)",
         "",
-        *regime_section(backbone, "unsup", reference),
+        *regime_section(backbone, "unsup", reference, others),
         f"## {title}Supervised SimCSE (SNLI triplets)",
         "",
-        *regime_section(backbone, "sup", reference),
+        *regime_section(backbone, "sup", reference, others),
     ]
 
 
@@ -457,6 +537,50 @@ def command_report(args: argparse.Namespace) -> None:
     print(f"wrote {args.output}")
 
 
+FIGURE_ROWS = ("lwap", "lwap-native")  # the attention profiles drawn, where a backbone has their cells
+
+
+def command_figure(args: argparse.Namespace) -> None:
+    """docs/layer_attention.png: mean attention each layer receives (STS-B test), per backbone and regime,
+    averaged over the seeds of each trained LWAP row; one panel per regime."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, panels = plt.subplots(1, len(REGIMES), figsize=(12, 4.2), sharey=True)
+    for panel, regime in zip(panels, REGIMES, strict=True):
+        series = []
+        for backbone in backbones():
+            cells = load_cells(results_dir(backbone) / regime)
+            for row in FIGURE_ROWS:
+                runs = [c for c in cells.get(row, []) if c.get("layer_attention")]
+                if runs:
+                    profile = [
+                        statistics.fmean(v)
+                        for v in zip(*(c["layer_attention"]["mean_attention"] for c in runs), strict=True)
+                    ]
+                    series.append((f"{backbone_name(backbone)} · {row} ({len(runs)} seeds)", profile))
+        width = 0.8 / max(len(series), 1)
+        for i, (label, profile) in enumerate(series):
+            x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(profile))]
+            panel.bar(x, profile, width=width, label=label)
+        if series:
+            layers = len(series[0][1])
+            panel.axhline(1 / layers, color="gray", linestyle="--", linewidth=1, label="uniform")
+            panel.set_xticks(range(layers), ["emb", *map(str, range(1, layers))])
+        panel.set_title(f"{'unsupervised' if regime == 'unsup' else 'supervised'} SimCSE", fontsize=10)
+        panel.set_xlabel("layer attended (key; emb = embedding output)")
+        panel.legend(fontsize=7)
+    panels[0].set_ylabel("mean attention weight (STS-B test)")
+    figure.suptitle(
+        "What LWAP attends to, per backbone (python benchmarks/compare_poolers.py figure)", fontsize=10
+    )
+    figure.tight_layout()
+    figure.savefig(args.output, dpi=120)
+    print(f"wrote {args.output}")
+
+
 INTRO = """\
 Backbone: the packaged all-MiniLM-L6-v2 (6 layers, H = 384) — the only pretrained encoder available
 offline here. It was already trained contrastively with mean pooling on a billion pairs, so this measures
@@ -488,7 +612,9 @@ def main() -> None:
     run = commands.add_parser("run", help="train and evaluate the missing cells of one regime")
     run.add_argument("--regime", choices=tuple(REGIMES), required=True)
     run.add_argument("--seeds", type=int, nargs="+", default=list(PLANNED_SEEDS))
-    run.add_argument("--poolers", nargs="+", choices=POOLERS, default=list(POOLERS))
+    run.add_argument(
+        "--poolers", nargs="+", choices=ROWS, default=list(POOLERS), help="poolers and LWAP variants"
+    )
     run.add_argument("--work-dir", default=str(REPO / "outputs" / "compare"))
     run.add_argument("--backbone", default=BACKBONE, help="hub id or folder (default: the packaged MiniLM)")
     run.add_argument(
@@ -498,6 +624,9 @@ def main() -> None:
     report = commands.add_parser("report", help="write docs/RESULTS.md from the cell files")
     report.add_argument("--output", default=str(REPO / "docs" / "RESULTS.md"))
     report.set_defaults(func=command_report)
+    figure = commands.add_parser("figure", help="draw docs/layer_attention.png from the cell files")
+    figure.add_argument("--output", default=str(REPO / "docs" / "layer_attention.png"))
+    figure.set_defaults(func=command_figure)
     args = parser.parse_args()
     args.func(args)
 

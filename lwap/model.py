@@ -33,7 +33,7 @@ def build_model(
 ) -> SentenceTransformer:
     """A fresh SentenceTransformer: `backbone` (hub id or folder) followed by the `pooling` head.
 
-    `options` are pooler options from `lwap.registry` (lwap_layers, score_scale, weighted_layer_start);
+    `options` are pooler options from `lwap.registry` (lwap_layers, score_scale, lwap_start, ...);
     a missing one takes its default. ConfigError for an unknown pooling or option or a bad value.
     """
     pooler = registry.check(pooling, options)
@@ -46,8 +46,11 @@ def build_model(
         raise BackboneNotFoundError(f"could not load backbone {backbone!r}: {first_line}") from error
     limit = _length_limit(transformer)
     transformer.max_seq_length = limit if max_seq_length is None else min(max_seq_length, limit)
+    given = Path(backbone).expanduser()  # a sentence-transformers root, whose Transformer may sit below
     shape = registry.Backbone(
-        transformer.get_embedding_dimension(), transformer.model.config.num_hidden_layers, source
+        transformer.get_embedding_dimension(),
+        transformer.model.config.num_hidden_layers,
+        str(given) if given.is_dir() else source,
     )
     heads = pooler.head(shape, options)
     return SentenceTransformer(modules=[transformer, *heads], device=device)

@@ -16,6 +16,8 @@ from typing import Any
 from lwap.errors import ConfigError, unknown_value
 
 SCORE_SCALES = ("num_layers", "sqrt_hidden")
+LWAP_STARTS = ("random", "native")
+NATIVE_POOLINGS = ("auto", "mean", "cls")
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class Backbone:
 
     hidden_size: int
     num_layers: int  # transformer layers L; with output_hidden_states it returns L+1 hidden states
-    source: str = ""  # its folder, for a builder that reads the backbone's saved settings
+    source: str = ""  # its folder (a sentence-transformers model's root) or hub id: its saved settings
 
 
 @dataclass(frozen=True)
@@ -67,14 +69,25 @@ class Pooler:
         return self.build(backbone, **own)
 
 
-def _lwap(backbone: Backbone, lwap_layers: list[int] | None, score_scale: str) -> list[Any]:
+def _lwap(
+    backbone: Backbone,
+    lwap_layers: list[int] | None,
+    score_scale: str,
+    lwap_start: str,
+    native_pooling: str,
+) -> list[Any]:
     from lwap.layerwise_attention import LayerwiseAttentionPooling
 
     states = backbone.num_layers + 1
     try:
-        return [LayerwiseAttentionPooling(backbone.hidden_size, states, lwap_layers, score_scale)]
+        head = LayerwiseAttentionPooling(backbone.hidden_size, states, lwap_layers, score_scale, lwap_start)
     except ValueError as error:  # a layer index past this backbone's hidden states
         raise ConfigError(f"lwap_layers: {error}") from None
+    if lwap_start == "random":
+        return [head]
+    from lwap.native_pooling import native_pooling_modules
+
+    return [*native_pooling_modules(backbone.source, backbone.hidden_size, native_pooling), head]
 
 
 def _weighted(backbone: Backbone, weighted_layer_start: int) -> list[Any]:
@@ -140,6 +153,21 @@ POOLERS: dict[str, Pooler] = {
                     "num_layers",
                     "attention scores / number of layers (the paper) or / √hidden (sqrt_hidden)",
                     choices=SCORE_SCALES,
+                ),
+                Option(
+                    "lwap_start",
+                    str,
+                    "random",
+                    "random (the paper's head) | native (the backbone's own sentence vector plus a "
+                    "correction that starts at zero: for already-trained encoders)",
+                    choices=LWAP_STARTS,
+                ),
+                Option(
+                    "native_pooling",
+                    str,
+                    "auto",
+                    "lwap_start native: auto (the backbone's saved sentence-transformers pooling), mean, cls",
+                    choices=NATIVE_POOLINGS,
                 ),
             ),
         ),

@@ -107,6 +107,8 @@ class TrainingConfig:
     fast_dropout: bool = False  # cheaper dropout masks, same rate and scaling (fast_dropout.py)
     keep_freed_memory: bool = False  # glibc malloc keeps freed memory: no page faults per step (allocator.py)
     length_group_size: int = 16  # length_grouped: batches per group sorted by token length (sampling.py)
+    head_learning_rate_multiplier: float = 1.0  # the pooling head's lr = learning_rate × this (new heads)
+    head_warmup_steps: int = 0  # the backbone is frozen for the first N steps (only the head trains)
     logging_steps: int = 10
     progress_bar: bool = True
 
@@ -362,6 +364,13 @@ def _check_values(c: TrainConfig, source: str) -> None:
     _choice(t.batch_sampler, BATCH_SAMPLERS, "training.batch_sampler", source)
     _choice(t.attention, ATTENTIONS, "training.attention", source)
     need(t.length_group_size >= 1, "training.length_group_size", "at least 1", t.length_group_size)
+    need(
+        t.head_learning_rate_multiplier > 0,
+        "training.head_learning_rate_multiplier",
+        "> 0",
+        t.head_learning_rate_multiplier,
+    )
+    need(t.head_warmup_steps >= 0, "training.head_warmup_steps", "at least 0", t.head_warmup_steps)
 
     e = c.eval
     need(e.eval_steps >= 1, "eval.eval_steps", "at least 1", e.eval_steps)

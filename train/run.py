@@ -199,8 +199,11 @@ def _build_trainer(
         evaluator = stsb_evaluator(
             "dev", batch_size=config.eval.batch_size, max_seq_length=inference_max_seq_length(model)
         )
+    from lwap.train.head_training import head_training_setup
+
     stop, timing = StopOnSignal(), Timing()
     callbacks: list[Any] = [stop, timing, EvaluateAtEnd(evaluate=config.eval.stsb_dev)]
+    callbacks += head_training_setup(model, args, config.training)
     if args.process_index == 0:
         callbacks += [
             MetricsCsv(out / outputs.METRICS_CSV),
@@ -223,10 +226,15 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
     global_batch = config.training.per_device_batch_size * args.world_size
     processes = f" in {args.world_size} processes" if args.world_size > 1 else ""
     resumed = f"; resuming from {resume_from}" if resume_from else ""
+    t = config.training
+    head_lr = t.learning_rate * t.head_learning_rate_multiplier
+    head = f"; head lr {head_lr:g}" if args.learning_rate_mapping else ""
+    head += f", backbone frozen for {t.head_warmup_steps} steps" if t.head_warmup_steps else ""
+    start = f" (start: {config.model.lwap_start})" if config.model.pooling == "lwap" else ""
     print(
-        f"lwap train: {config.objective.name}, {config.model.pooling} pooling on {config.model.backbone}; "
-        f"{len(dataset):,} training examples, global batch {global_batch}{processes}, "
-        f"{config.training.precision}{resumed}",
+        f"lwap train: {config.objective.name}, {config.model.pooling} pooling{start} on "
+        f"{config.model.backbone}; {len(dataset):,} training examples, global batch {global_batch}"
+        f"{processes}, {config.training.precision}, lr {t.learning_rate:g}{head}{resumed}",
         flush=True,
     )
 
@@ -277,6 +285,13 @@ def _summary(
         "global_batch_size": args.per_device_train_batch_size * args.world_size,
         "processes": args.world_size,
         "precision": config.training.precision,
+        "learning_rate": config.training.learning_rate,
+        "head_learning_rate": (
+            config.training.learning_rate * config.training.head_learning_rate_multiplier
+            if args.learning_rate_mapping
+            else None
+        ),
+        "head_warmup_steps": config.training.head_warmup_steps,
         "resumed_from": str(resume_from) if resume_from else None,
         "dev_spearman_before": before,
         "best_dev_spearman": best,

@@ -1,0 +1,68 @@
+"""The backbone's own sentence vector ("native" pooling), for LWAP heads that start where the backbone is.
+
+An already-trained sentence encoder (all-MiniLM-L6-v2: mean pooling, then L2 normalisation) ships its
+pooling as sentence-transformers modules after the Transformer. `lwap_start: native` rebuilds exactly
+those modules in front of the LWAP head, which then adds a correction that starts at zero, so the model
+at step 0 embeds exactly as the backbone does. A plain encoder (an MLM-only BERT) declares no pooling:
+the config then names one (`native_pooling: mean | cls`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sentence_transformers.sentence_transformer.modules import Dense, Module, Normalize, Pooling
+
+from lwap.errors import ConfigError
+
+# The sentence-transformers modules a backbone's own pooling may consist of (by class name, since
+# modules.json may name them under their old paths, sentence_transformers.models.X).
+_POOLING_CLASSES: dict[str, type[Module]] = {"Pooling": Pooling, "Normalize": Normalize, "Dense": Dense}
+
+
+def declared_pooling(source: str) -> list[Module] | None:
+    """The modules after the Transformer of a sentence-transformers model (a folder, or a hub id for users
+    online); None if it declares none (a plain Hugging Face encoder)."""
+    listing = _modules_json(source)
+    if listing is None:
+        return None
+    modules: list[Module] = []
+    for entry in json.loads(listing.read_text(encoding="utf-8"))[1:]:
+        name = entry.get("type", "").rsplit(".", 1)[-1]
+        if name not in _POOLING_CLASSES:
+            raise ConfigError(
+                f"{listing}: the backbone's own pooling uses {entry.get('type')!r}; native start "
+                f"supports {', '.join(_POOLING_CLASSES)} (set model.native_pooling to mean or cls)"
+            )
+        modules.append(_POOLING_CLASSES[name].load(source, subfolder=entry.get("path", "")))
+    return modules or None
+
+
+def _modules_json(source: str) -> Path | None:
+    folder = Path(source)
+    if folder.is_dir():
+        return folder / "modules.json" if (folder / "modules.json").is_file() else None
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        return Path(hf_hub_download(source, "modules.json"))
+    except EntryNotFoundError:
+        return None
+
+
+def native_pooling_modules(source: str, hidden: int, choice: str) -> list[Module]:
+    """What computes the backbone's own sentence vector: its saved pooling (`auto`) or `mean`/`cls`.
+
+    `source`: the backbone's sentence-transformers folder (not its Transformer subfolder) or hub id.
+    """
+    if choice != "auto":  # checked against lwap.registry.NATIVE_POOLINGS before this is called
+        return [Pooling(hidden, choice)]
+    declared = declared_pooling(source)
+    if declared is None:
+        raise ConfigError(
+            "native_pooling: auto needs a backbone that declares its own sentence-transformers pooling "
+            f"(modules.json); {source} has none: set model.native_pooling to mean or cls"
+        )
+    return declared

@@ -1,0 +1,118 @@
+"""LWAP for already-trained encoders: native start, the head's learning rate, head warm-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import SENTENCES
+from sentence_transformers import SentenceTransformer
+from test_train_run import tiny_config
+
+from lwap import build_model, find_lwap, load_model
+from lwap.errors import ConfigError
+from lwap.train import load_config, train
+from lwap.train.head_training import head_learning_rate_mapping
+from lwap.train.losses import SimCSELoss
+
+
+def encode(model: SentenceTransformer) -> torch.Tensor:
+    return model.encode(SENTENCES, convert_to_tensor=True)
+
+
+def test_native_start_embeds_exactly_as_the_backbone(minilm_path: Path) -> None:
+    backbone = SentenceTransformer(str(minilm_path))  # mean pooling + Normalize, as saved
+    model = build_model("sentence-transformers/all-MiniLM-L6-v2", "lwap", lwap_start="native")
+    assert [type(m).__name__ for m in model][1:] == ["Pooling", "Normalize", "LayerwiseAttentionPooling"]
+    assert torch.allclose(encode(model), encode(backbone), atol=1e-6, rtol=0)
+    random_start = build_model("sentence-transformers/all-MiniLM-L6-v2", "lwap")
+    assert not torch.allclose(encode(random_start), encode(backbone), atol=1e-2)
+
+
+def test_native_pooling_chosen_by_config_on_a_plain_encoder(tiny_bert: Path) -> None:
+    with pytest.raises(ConfigError, match="native_pooling"):
+        build_model(str(tiny_bert), "lwap", lwap_start="native")  # declares no pooling: auto cannot work
+    for pooling in ("mean", "cls"):
+        model = build_model(str(tiny_bert), "lwap", lwap_start="native", native_pooling=pooling)
+        plain = build_model(str(tiny_bert), pooling).eval()  # cls: the MLP is training-only
+        assert torch.allclose(encode(model), encode(plain), atol=1e-6, rtol=0)
+
+
+def test_native_start_learns_a_correction_and_reloads_exactly(tiny_bert: Path, tmp_path: Path) -> None:
+    model = build_model(str(tiny_bert), "lwap", lwap_start="native", native_pooling="mean")
+    before = encode(model)
+    model.train()
+    loss = SimCSELoss(model)
+    features = model.preprocess(SENTENCES * 2)
+    loss([features], torch.zeros(len(SENTENCES) * 2)).backward()
+    head = find_lwap(model)
+    assert head.output.weight.grad is not None and head.output.weight.grad.abs().sum() > 0
+    with torch.no_grad():
+        head.output.weight.add_(-0.5 * head.output.weight.grad.sign())
+    model.eval()
+    after = encode(model)
+    assert not torch.allclose(before, after, atol=1e-4)
+    model.save(str(tmp_path / "native"))
+    reloaded = load_model(tmp_path / "native")
+    assert find_lwap(reloaded).start == "native"
+    assert torch.equal(encode(reloaded), after)
+
+
+def test_head_learning_rate_reaches_the_optimizer(tiny_bert: Path, tmp_path: Path) -> None:
+    from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer.training_args import (
+        SentenceTransformerTrainingArguments,
+    )
+
+    model = build_model(str(tiny_bert), "lwap")
+    mapping = head_learning_rate_mapping(model, 1e-4, 10.0)
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path), learning_rate=1e-4, learning_rate_mapping=mapping, use_cpu=True
+    )
+    from datasets import Dataset
+
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=Dataset.from_dict({"text": SENTENCES}), loss=SimCSELoss(model)
+    )
+    optimizer = trainer.create_optimizer()
+    rate = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
+    assert [rate[id(p)] for p in model[1].parameters()] == pytest.approx([1e-3] * 5)  # W_q/k/v, W_o, b
+    backbone = [rate[id(p)] for p in model[0].parameters()]
+    assert backbone == pytest.approx([1e-4] * len(backbone))
+    assert head_learning_rate_mapping(build_model(str(tiny_bert), "mean"), 1e-4, 10.0) == {}
+
+
+def test_training_with_head_multiplier_and_warmup(tiny_bert: Path, tmp_path: Path) -> None:
+    """Backbone untouched during the warm-up, trained after it; both settings in the summary."""
+    from safetensors.torch import load_file
+
+    start = build_model(str(tiny_bert), "lwap", max_seq_length=24)[0].auto_model.state_dict()
+    runs = {}
+    for steps in (3, 5):
+        path = tiny_config(
+            tmp_path,
+            tiny_bert,
+            name=f"warm{steps}",
+            training={"max_steps": steps, "head_warmup_steps": 3, "head_learning_rate_multiplier": 4.0},
+            output={"save_steps": 100},
+        )
+        runs[steps] = train(load_config(path), config_path=str(path))
+        weights = load_file(str(tmp_path / f"warm{steps}" / "model" / "model.safetensors"))
+        changed = any(not torch.equal(weights[k], v) for k, v in start.items() if k in weights)
+        assert changed == (steps > 3), steps
+    assert runs[5]["head_learning_rate"] == pytest.approx(5e-4 * 4.0)
+    assert runs[5]["head_warmup_steps"] == 3
+
+
+def test_head_options_need_a_pooler_with_parameters(tiny_bert: Path, tmp_path: Path) -> None:
+    path = tiny_config(
+        tmp_path, tiny_bert, model={"pooling": "mean"}, training={"head_learning_rate_multiplier": 2.0}
+    )
+    with pytest.raises(ConfigError, match="pooler with parameters"):
+        train(load_config(path), config_path=str(path))
+    bad = tiny_config(tmp_path, tiny_bert, name="bad", model={"lwap_start": "natve"})
+    with pytest.raises(
+        ConfigError, match=r"model\.lwap_start: unknown value 'natve' \(did you mean 'native'"
+    ):
+        load_config(bad)
