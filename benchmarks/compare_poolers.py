@@ -492,7 +492,9 @@ def backbone_sections(backbone: str) -> list[str]:
         if path.exists()
     ]
     title = "" if backbone == BACKBONE else f"{backbone_name(backbone)}: "
+    note = BACKBONE_NOTES.get(backbone_name(backbone))
     return [
+        *([f"## {backbone_name(backbone)}: the backbone", "", note, ""] if note else []),
         f"## {title}Unsupervised SimCSE (Wikipedia sentences)",
         "",
         *regime_section(backbone, "unsup", reference, others),
@@ -580,6 +582,18 @@ def command_figure(args: argparse.Namespace) -> None:
     figure.savefig(args.output, dpi=120)
     print(f"wrote {args.output}")
 
+
+BACKBONE_NOTES = {
+    "minilm-l6-mlm": """\
+`../shared/models/minilm-l6-mlm/` is all-MiniLM-L6-v2 continued with masked-language-model training on
+the Wikipedia mirror (its SOURCE.md says how): a last layer last trained for token prediction, as in the
+LWAP paper's regime. **It is a proxy, not bert-base**: 6 layers, H = 384, short MLM training
+(perplexity 79), its lower layers and its [CLS] still carry part of all-MiniLM-L6-v2's contrastive
+training (untouched [CLS] scores far above bert-base's), so absolute numbers are not comparable with the
+paper's or SimCSE's bert-base tables; the rankings are what this answers. Same budgets as the MiniLM grid
+(the config files named in each section); its untouched rows are the backbone with mean pooling, with
+its plain last [CLS] and with the first-last average (SimCSE's "BERT [CLS]" and "BERT (first-last avg.)").""",
+}
 
 INTRO = """\
 Backbone: the packaged all-MiniLM-L6-v2 (6 layers, H = 384) — the only pretrained encoder available
