@@ -2,8 +2,8 @@
 
 Training, evaluation and `lwap encode` all go through here, so the same bad-input cases (missing file,
 a folder, empty file, not UTF-8, truncated gzip) give the same DataError messages everywhere
-(docs/RELIABILITY.md rows 10-15, 21), and every output is renamed into place only once complete
-(rows 44-46).
+(docs/RELIABILITY.md rows 10-15, 21), every output path is checked before any work (`check_output`,
+row 51 and the path matrix), and every output is renamed into place only once complete (rows 44-46).
 """
 
 from __future__ import annotations
