@@ -24,6 +24,7 @@ from lwap.eval.layer_profile import LayerAttentionRecorder
 from lwap.eval.search import score_search
 from lwap.eval.sts_data import STS_TASKS, VARIANTS, load_sts_task
 from lwap.eval.sts_scoring import AGGREGATIONS, score_sts_tasks
+from lwap.files import check_output
 from lwap.model import find_lwap, load_model, set_max_seq_length
 from lwap.paths import data_dir
 
@@ -48,9 +49,9 @@ def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path
                 sts.add(name)
             elif name in SEARCH_TASKS:
                 search.setdefault(name, data_dir() / SEARCH_TASKS[name])
-            elif Path(task).expanduser().is_dir():
-                folder = Path(task).expanduser()
-                search[folder.resolve().name] = folder
+            elif Path(task).expanduser().exists() or "/" in task or os.sep in task:  # a path: load_beir
+                folder = Path(task).expanduser()  # says if it is missing or not a folder
+                search[Path(os.path.abspath(folder)).name] = folder  # not resolve(): a link loop
             else:
                 close = difflib.get_close_matches(key, valid, n=3)
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -132,8 +133,8 @@ def evaluate_model(
     """
     say = log or (lambda message: None)
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
-    if output_dir is not None and Path(output_dir).exists() and not Path(output_dir).is_dir():
-        raise ConfigError(f"output {output_dir}: is a file, expected a folder")
+    if output_dir is not None:  # before any work: a bad output folder should not cost an evaluation
+        check_output(Path(output_dir), folder=True, label=f"output {output_dir}", error=ConfigError)
     started = time.perf_counter()
     sts_names, search_specs = resolve_tasks(tasks)
 

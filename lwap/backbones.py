@@ -89,6 +89,23 @@ def resolve_backbone(name_or_path: str | os.PathLike[str], what: str = "backbone
     return name
 
 
+def check_backbone(name_or_path: str | os.PathLike[str]) -> str:
+    """`resolve_backbone`, and for a local folder also read its config.json: a training run checks its
+    backbone this way before it writes anything to the output folder."""
+    source = resolve_backbone(name_or_path)
+    if Path(source).is_dir():
+        from transformers import AutoConfig
+
+        try:
+            AutoConfig.from_pretrained(source)
+        except (OSError, ValueError) as error:
+            first_line = next(iter(str(error).strip().splitlines()), type(error).__name__)
+            raise BackboneNotFoundError(
+                f"could not load backbone {str(name_or_path)!r}: {first_line}"
+            ) from None
+    return source
+
+
 def _in_hub_cache(repo_id: str) -> bool:
     from huggingface_hub import try_to_load_from_cache
 

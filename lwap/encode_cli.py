@@ -27,14 +27,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from lwap.encoding import encode_file
     from lwap.errors import InputError
+    from lwap.files import check_file, check_output
     from lwap.model import load_model, set_max_seq_length
 
     if args.batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.max_seq_length is not None and args.max_seq_length < 1:
         raise InputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}")
+    if args.input != "-":  # paths first: a bad one should not wait for the model to load
+        check_file(Path(args.input), args.input, allow_empty=True)
+    check_output(Path(args.output), folder=False)
     model = load_model(args.model, device=args.device)
     if args.max_seq_length is not None:
         set_max_seq_length(model, args.max_seq_length, lambda message: print(message, file=sys.stderr))

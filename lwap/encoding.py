@@ -23,7 +23,7 @@ from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
 from lwap.errors import DataError, InputError, OutputWriteError
-from lwap.files import atomic_path, check_file, decoded_lines
+from lwap.files import atomic_path, check_file, check_output, decoded_lines
 
 PRECISIONS = ("fp32", "bf16")
 
@@ -115,10 +115,14 @@ def encode_file(
         # counted by decoding, so a line that is not UTF-8 stops the run before anything is written
         total = sum(1 for _ in decoded_lines(source, label, utf8_error=_UTF8_ERROR))
         output = Path(output_path)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        partial = stack.enter_context(atomic_path(output))
+        check_output(output, folder=False)
         header = {"descr": "<f4", "fortran_order": False, "shape": (total, model.get_embedding_dimension())}
-        handle = stack.enter_context(partial.open("wb"))
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            partial = stack.enter_context(atomic_path(output))
+            handle = stack.enter_context(partial.open("wb"))
+        except OSError as error:
+            raise OutputWriteError(f"{output_path}: cannot write ({error.strerror or error})") from None
         write_array_header_1_0(handle, header)
         bar = stack.enter_context(
             tqdm(total=total, unit="sent", disable=not show_progress_bar, desc="encode")

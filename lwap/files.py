@@ -2,23 +2,25 @@
 
 Training, evaluation and `lwap encode` all go through here, so the same bad-input cases (missing file,
 a folder, empty file, not UTF-8, truncated gzip) give the same DataError messages everywhere
-(docs/RELIABILITY.md rows 10-15, 21), and every output is renamed into place only once complete
-(rows 44-46).
+(docs/RELIABILITY.md rows 10-15, 21), every output path is checked before any work (`check_output`,
+row 51 and the path matrix), and every output is renamed into place only once complete (rows 44-46).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import json
 import os
 import shutil
+import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lwap.errors import DataError
+from lwap.errors import DataError, LwapError, OutputWriteError
 
 # --- writing ------------------------------------------------------------------------------------------
 
@@ -81,6 +83,38 @@ def save_figure_atomically(figure: Any, path: Path, **savefig: Any) -> None:
         figure.savefig(partial, format=path.suffix.removeprefix("."), **savefig)
 
 
+def check_output(
+    path: Path, *, folder: bool, label: str | None = None, error: type[LwapError] = OutputWriteError
+) -> None:
+    """`error` unless `path` can be written as a file (or, with `folder`, a folder); creates nothing.
+
+    Checked before any model is loaded, so a bad output path costs a second, not a finished computation,
+    and never an OSError traceback at the end: a symbolic link loop, the wrong kind of thing already
+    there, a parent that is a file, or a folder this process cannot write in (tried with a temporary
+    file, since permission bits do not stop root but a read-only file system does).
+    """
+    label = str(path) if label is None else label
+    expected = "a folder" if folder else "a file"
+    try:
+        path.stat()
+    except OSError as problem:
+        if problem.errno == errno.ELOOP:
+            raise error(f"{label}: is a symbolic link loop, expected {expected}") from None
+    if path.exists() and path.is_dir() != folder:
+        raise error(f"{label}: is {'a file' if folder else 'a directory'}, expected {expected}")
+    existing = path if path.is_dir() else path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise error(f"{label}: not writable ({existing} is a file, not a folder)")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".lwap-write-test-", dir=existing)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as problem:
+        raise error(f"{label}: not writable ({existing}: {problem.strerror or problem})") from None
+
+
 # --- reading ------------------------------------------------------------------------------------------
 
 UTF8_ERROR = "{label}:{line}: not valid UTF-8 ({reason} at byte {byte} of the line)"
@@ -97,6 +131,8 @@ def check_file(
     label = str(path) if label is None else label
     source = f" ({key})" if key else ""
     if not path.exists():
+        if path.is_symlink():  # a loop, or a link to nothing
+            raise DataError(f"{label}: a symbolic link that leads to no file{source}")
         raise DataError(f"{label}: no such file{source}")
     if path.is_dir():
         raise DataError(f"{label}: is a directory, expected a file{source}")

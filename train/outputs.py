@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lwap.errors import ConfigError, LwapError, OutputExistsError
-from lwap.files import atomic_path, leftover_partials
+from lwap.files import atomic_path, check_output, leftover_partials
 
 MODEL_DIR = "model"
 CHECKPOINTS_DIR = "checkpoints"
@@ -82,6 +82,7 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
     """Refuse what would lose or mix up work (read-only); return the checkpoint to resume from, if any."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output.dir {str(out)!r} is a file, not a folder")
+    check_output(out, folder=True, label=f"output.dir {str(out)!r}", error=ConfigError)
     if resume and overwrite:
         raise ConfigError("--resume and --overwrite (output.overwrite) contradict each other; choose one")
     if is_finished(out) and not overwrite:
@@ -92,6 +93,9 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
     if resume:
         if isinstance(resume, str):
             checkpoint = Path(resume).expanduser()
+            if not checkpoint.is_dir():
+                found = "is a file" if checkpoint.exists() else "no such folder"
+                raise ResumeError(f"--resume {resume}: {found}, expected a checkpoint folder (checkpoint-N)")
             if not is_complete_checkpoint(checkpoint):
                 raise ResumeError(f"--resume {resume}: not a complete checkpoint folder (checkpoint-N)")
             return checkpoint

@@ -100,15 +100,17 @@ def train(
 
     args = training_arguments(config, out, resuming=resume_from is not None)
     is_main = args.process_index == 0
+    from lwap.backbones import check_backbone
+    from lwap.train.data import load_train_dataset
+
+    # inputs before the output folder: a bad backbone or data file must not clear or start a run there
+    check_backbone(config.model.backbone)
+    with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
+        dataset = load_train_dataset(config.data, config.objective.name)
     with args.main_process_first(desc="output folder"):
         if is_main:
             outputs.prepare_output_dir(out, overwrite=overwrite, resume_from=resume_from)
             (out / outputs.CONFIG_YAML).write_text(dump_config(config), encoding="utf-8")
-
-    from lwap.train.data import load_train_dataset
-
-    with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
-        dataset = load_train_dataset(config.data, config.objective.name)
 
     trainer, pieces = _build_trainer(config, args, dataset, out, list(callbacks))
     _announce(config, args, dataset, resume_from)

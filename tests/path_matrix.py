@@ -1,0 +1,319 @@
+"""The path error matrix: every CLI argument, config key and variable that names a file or folder, crossed
+with every way a path goes wrong. `tests/test_path_matrix.py` runs each cell; this module declares them and
+writes their list into docs/RELIABILITY.md (`python tests/path_matrix.py` rewrites that section; a test
+fails while it is out of date).
+
+A new argparse option or config key fails `test_every_option_and_key_is_classified` until it is added
+here: to TARGETS if it names a path (one row; its cells follow from its role), else to NOT_PATHS with the
+reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "RELIABILITY.md"
+BEGIN, END = "<!-- path-matrix:begin -->", "<!-- path-matrix:end -->"
+
+INPUT_FILE, INPUT_FOLDER = "input file", "input folder"
+OUTPUT_FILE, OUTPUT_FOLDER = "output file", "output folder"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One path-taking argument, config key or environment variable."""
+
+    name: str  # how the row is shown, e.g. "encode --input"
+    command: str  # the `lwap` subcommand that reads it
+    where: str  # "argument" (argparse dest), "config key" (dotted), "environment"
+    dest: str  # the argparse dest, the dotted config key, or the variable
+    role: str  # INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE or OUTPUT_FOLDER
+    filename: str  # the last path component used in the cells
+    holds: str  # what a valid one is
+    inner: str = ""  # input folders: the file inside that the content faults (empty, not UTF-8) break
+    gzip: bool = False  # reads .gz (input files) / a .gz inside (input folders)
+    empty_ok: bool = False  # an empty input is valid (encode: an empty file is zero sentences)
+
+
+TARGETS = (
+    Target(
+        "encode MODEL",
+        "encode",
+        "argument",
+        "model",
+        INPUT_FOLDER,
+        "model",
+        "a saved model folder",
+        inner="modules.json",
+    ),
+    Target(
+        "encode --input",
+        "encode",
+        "argument",
+        "input",
+        INPUT_FILE,
+        "in.txt",
+        "a text file, one sentence a line (.gz too)",
+        gzip=True,
+        empty_ok=True,
+    ),
+    Target("encode --output", "encode", "argument", "output", OUTPUT_FILE, "out.npy", "a .npy file to write"),
+    Target(
+        "eval MODEL",
+        "eval",
+        "argument",
+        "model",
+        INPUT_FOLDER,
+        "model",
+        "a saved model folder",
+        inner="modules.json",
+    ),
+    Target(
+        "eval --tasks PATH",
+        "eval",
+        "argument",
+        "tasks",
+        INPUT_FOLDER,
+        "beir",
+        "a BEIR-layout folder",
+        inner="corpus.jsonl",
+        gzip=True,
+    ),
+    Target("eval --output", "eval", "argument", "output", OUTPUT_FOLDER, "results", "a folder to write"),
+    Target(
+        "$LWAP_DATA_DIR (eval --tasks stsb)",
+        "eval",
+        "environment",
+        "LWAP_DATA_DIR",
+        INPUT_FOLDER,
+        "data",
+        "the data mirror folder",
+        inner="stsb/senteval-tokenized/sts-test.csv",
+    ),
+    Target("train CONFIG", "train", "argument", "config", INPUT_FILE, "config.yaml", "a YAML config file"),
+    Target(
+        "train --resume CHECKPOINT",
+        "train",
+        "argument",
+        "resume",
+        INPUT_FOLDER,
+        "checkpoint-1",
+        "a complete checkpoint folder",
+        inner="trainer_state.json",
+    ),
+    Target("output.dir", "train", "config key", "output.dir", OUTPUT_FOLDER, "run", "a folder to write"),
+    Target(
+        "model.backbone",
+        "train",
+        "config key",
+        "model.backbone",
+        INPUT_FOLDER,
+        "backbone",
+        "a Hugging Face model folder",
+        inner="config.json",
+    ),
+    Target(
+        "data.train",
+        "train",
+        "config key",
+        "data.train",
+        INPUT_FILE,
+        "train.txt",
+        "a text file, one sentence a line (.gz too)",
+        gzip=True,
+    ),
+)
+
+# every argparse dest and config key that names no local path, with why
+NOT_PATHS: dict[str, str] = {
+    "help": "prints help",
+    "version": "prints the version",
+    "command": "the subcommand",
+    "encode batch_size": "a number",
+    "encode normalize": "a flag",
+    "encode precision": "a choice",
+    "encode max_seq_length": "a number",
+    "encode device": "a device name",
+    "encode no_progress": "a flag",
+    "eval aggregation": "a choice",
+    "eval variant": "a choice (--data senteval|raw|hub); the files come from $LWAP_DATA_DIR",
+    "eval bootstrap": "a number",
+    "eval seed": "a number",
+    "eval mteb": "a flag",
+    "eval batch_size": "a number",
+    "eval precision": "a choice",
+    "eval max_seq_length": "a number",
+    "eval device": "a device name",
+    "eval no_progress": "a flag",
+    "train overrides": "--set KEY=VALUE sets config keys; the path-taking keys have their own rows",
+    "train overwrite": "a flag",
+    "output.overwrite": "a flag",
+    "output.save_steps": "a number",
+    "output.save_total_limit": "a number",
+    "model.pooling": "a choice",
+    "model.max_seq_length": "a number",
+    "model.lwap_layers": "numbers",
+    "model.score_scale": "a choice",
+    "model.weighted_layer_start": "a number",
+    "data.max_examples": "a number",
+    "data.text_column": "a column name",
+    "data.anchor_column": "a column name",
+    "data.positive_column": "a column name",
+    "data.hard_negative_column": "a column name",
+    "data.hub_config": "a hub dataset configuration name",
+    "data.hub_data_files": "a file inside a hub dataset repository, not a local path",
+    "data.hub_split": "a split name",
+    "objective.name": "a choice",
+    "objective.temperature": "a number",
+    "objective.hard_negative_weight": "a number",
+    **dict.fromkeys(
+        (
+            "training.epochs",
+            "training.max_steps",
+            "training.per_device_batch_size",
+            "training.learning_rate",
+            "training.weight_decay",
+            "training.warmup_ratio",
+            "training.lr_scheduler",
+            "training.precision",
+            "training.seed",
+            "training.drop_last",
+            "training.batch_sampler",
+            "training.attention",
+            "training.fast_dropout",
+            "training.keep_freed_memory",
+            "training.length_group_size",
+            "training.logging_steps",
+            "training.progress_bar",
+            "eval.stsb_dev",
+            "eval.eval_steps",
+            "eval.before_training",
+            "eval.keep_best",
+            "eval.batch_size",
+        ),
+        "a setting",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    what: str  # how the doc describes it
+    says: str  # regex: the error line must say what was expected or found
+
+
+FAULTS = (
+    Fault("missing", "does not exist", r"no such|does not exist|not found|leads to no"),
+    Fault(
+        "wrong-kind",
+        "a folder where a file is expected, or a file where a folder is",
+        r"is a (file|directory)|not a folder|not found",
+    ),
+    Fault(
+        "parent-is-file", "a parent in the path is a file", r"no such|does not exist|not found|not writable"
+    ),
+    Fault("unwritable", "a folder this process cannot write in", r"not writable"),
+    Fault(
+        "empty",
+        "an empty file (input folders: an empty folder)",
+        r"empty|no modules\.json|no config\.json|no such|not a complete",
+    ),
+    Fault(
+        "not-utf8",
+        "a file that is not UTF-8 (input folders: the file inside that is read)",
+        r"UTF-8|malformed|not a valid JSON|not a complete",
+    ),
+    Fault("truncated-gzip", "a truncated .gz file", r"truncated or corrupt gzip"),
+    Fault("symlink-loop", "a symbolic link to itself", r"symbolic link|no such|does not exist|not found"),
+    Fault("unicode-name", "a name with spaces and non-ASCII characters (must work)", r""),
+)
+FAULT = {fault.name: fault for fault in FAULTS}
+
+
+def expectation(target: Target, fault: str) -> str:
+    """'error' (exit 2, one line), 'works' (exit 0), or 'n/a: why' for a cell."""
+    inputs = target.role in (INPUT_FILE, INPUT_FOLDER)
+    if fault == "unicode-name":
+        return "works"
+    if fault == "missing" and not inputs:
+        return "n/a: a new output is the normal case (the unicode-name cell also creates missing parents)"
+    if fault == "unwritable" and inputs:
+        return "n/a: reading needs no write permission"
+    if fault in ("empty", "not-utf8") and not inputs:
+        return "n/a: an existing output is replaced, not read"
+    if fault == "truncated-gzip" and not target.gzip:
+        return "n/a: no .gz is read here" if inputs else "n/a: an output is not read"
+    if fault == "empty" and target.empty_ok:
+        return "works"  # zero lines give a (0, dim) .npy, as encode([]) gives a (0, dim) array
+    return "error"
+
+
+def cells() -> list[tuple[Target, Fault, str]]:
+    return [(target, fault, expectation(target, fault.name)) for target in TARGETS for fault in FAULTS]
+
+
+def cell_id(target: Target, fault: Fault) -> str:
+    return f"{target.name}|{fault.name}"
+
+
+def doc_section() -> str:
+    """The generated part of docs/RELIABILITY.md: one row per target, one column per fault."""
+    table = cells()
+    count = {kind: sum(1 for *_, e in table if e.startswith(kind)) for kind in ("error", "works", "n/a")}
+    lines = [
+        BEGIN,
+        "<!-- generated by `python tests/path_matrix.py` from tests/path_matrix.py; do not edit by hand -->",
+        "",
+        f"{len(TARGETS)} path-taking arguments, config keys and variables × {len(FAULTS)} ways a path goes "
+        f"wrong = {len(table)} cells: **{count['error']} must fail** (exit 2, one line on stderr naming the "
+        "path and what was expected, no traceback, nothing left behind, nothing that existed changed), "
+        f"**{count['works']} must work**, {count['n/a']} do not apply. Each cell is one case of "
+        "`tests/test_path_matrix.py::test_path_cell`; `tests/test_path_matrix.py::"
+        "test_every_option_and_key_is_classified` fails when an option or config key is added without a "
+        "row here (or a reason it names no path). Root ignores permission bits, so under root the "
+        "*unwritable* cells use a folder of `/sys` (sysfs refuses root too). A progress bar a library drew "
+        "before the failure (datasets' `Generating train split`) is not counted as a second line. The "
+        "training cells that must work run `lwap train` for real up to the optimisation loop (config "
+        "read, data read, backbone loaded, checkpoint found, output folder prepared), which opens no "
+        "path the user gave.",
+        "",
+        "| path | kind | holds | " + " | ".join(f.name for f in FAULTS) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in FAULTS) + " |",
+    ]
+    marks = {"error": "exit 2", "works": "works"}
+    for target in TARGETS:
+        row = [marks.get(expectation(target, f.name), "—") for f in FAULTS]
+        if target.empty_ok:
+            row[[f.name for f in FAULTS].index("empty")] = "works (0 rows)"
+        lines.append(f"| `{target.name}` | {target.role} | {target.holds} | " + " | ".join(row) + " |")
+    lines += ["", "Faults: " + "; ".join(f"*{f.name}*: {f.what}" for f in FAULTS) + ".", ""]
+    reasons = sorted({e.removeprefix("n/a: ") for *_, e in table if e.startswith("n/a")})
+    lines += ["Cells marked — do not apply: " + "; ".join(reasons) + ".", END]
+    return "\n".join(lines)
+
+
+def current_doc_section() -> str | None:
+    text = DOC.read_text(encoding="utf-8")
+    match = re.search(re.escape(BEGIN) + r".*?" + re.escape(END), text, re.S)
+    return match.group(0) if match else None
+
+
+def write_doc() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    section = doc_section()
+    if current_doc_section() is None:
+        raise SystemExit(f"{DOC}: no {BEGIN} ... {END} section to replace")
+    text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: section, text, flags=re.S)
+    DOC.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    os.chdir(REPO)
+    write_doc()
+    print(f"wrote the path matrix section of {DOC.relative_to(REPO)}", file=sys.stderr)
