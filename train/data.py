@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lwap.data_sources import training_file
 from lwap.errors import DataError
 from lwap.eval.text_files import decoded_lines
-from lwap.paths import expand_data_path
 from lwap.train.config import DataConfig
 
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".text")
@@ -33,7 +33,7 @@ def load_train_dataset(data: DataConfig, objective: str) -> Any:
     """The training `datasets.Dataset` for `objective` ("unsup_simcse" or "sup_simcse")."""
     columns, names = _wanted_columns(data, objective)
     if _is_local(data.train):
-        path = expand_data_path(data.train)
+        path = training_file(data.train, data.max_examples)  # the mirror, lwap's sample or the hub
         return _local_dataset(path, data, objective, columns, names)
     return _hub_dataset(data, columns, names)
 
