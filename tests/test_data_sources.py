@@ -248,3 +248,12 @@ def test_scifact_offline_without_mirror_is_one_line(no_mirror) -> None:
     message = str(error.value)
     assert "\n" not in message and "SciFact test" in message and "BeIR/scifact" in message
     assert "LWAP_DATA_DIR" in message and "go online" in message
+
+
+def test_paper_config_hub_data_offline_is_one_line_with_both_ways() -> None:
+    data = DataConfig(train="princeton-nlp/datasets-for-simcse", hub_data_files="wiki1m_for_simcse.txt")
+    with pytest.raises(DataError) as error:
+        load_train_dataset(data, "unsup_simcse")
+    message = str(error.value)
+    assert "\n" not in message and "princeton-nlp/datasets-for-simcse" in message
+    assert "go online" in message and "LWAP_DATA_DIR" in message
