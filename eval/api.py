@@ -19,28 +19,30 @@ from sentence_transformers import SentenceTransformer
 
 from lwap.encoding import PRECISIONS
 from lwap.errors import ConfigError
-from lwap.eval.beir_data import SCIFACT_FOLDER, BeirDataset, load_beir
+from lwap.eval.beir_data import BeirDataset, load_beir, load_scifact
 from lwap.eval.layer_profile import LayerAttentionRecorder
 from lwap.eval.search import score_search
 from lwap.eval.sts_data import STS_TASKS, VARIANTS, load_sts_task
 from lwap.eval.sts_scoring import AGGREGATIONS, score_sts_tasks
 from lwap.files import check_output
 from lwap.model import find_lwap, load_model, set_max_seq_length
-from lwap.paths import data_dir
+from lwap.paths import find_data_dir
 
-SEARCH_TASKS = {"scifact": SCIFACT_FOLDER}  # name -> folder under the data mirror
+SEARCH_TASKS = {"scifact": load_scifact}  # name -> its reader (data mirror, else the hub)
 DEFAULT_TASKS = (*STS_TASKS, "scifact")
 TASK_GROUPS = {"sts": STS_TASKS, "search": tuple(SEARCH_TASKS), "all": DEFAULT_TASKS}
 PROFILE_TASK = "stsb"  # the layer-attention profile is taken over the STS-B test sentences
 
 
-def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path]]]:
+def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path | None]]]:
     """STS task names (in table order) and (name, folder) of search datasets; ConfigError for unknown names.
+
+    The folder is None for a named dataset (`SEARCH_TASKS`), which its own reader finds.
 
     A task is an STS name, `scifact`, a group (`sts`, `search`, `all`), or the path of a BEIR folder.
     """
     sts: set[str] = set()
-    search: dict[str, Path] = {}
+    search: dict[str, Path | None] = {}
     valid = [*STS_TASKS, *SEARCH_TASKS, *TASK_GROUPS]
     for task in tasks:
         key = task.lower()
@@ -48,7 +50,7 @@ def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path
             if name in STS_TASKS:
                 sts.add(name)
             elif name in SEARCH_TASKS:
-                search.setdefault(name, data_dir() / SEARCH_TASKS[name])
+                search.setdefault(name, None)
             elif Path(task).expanduser().exists() or "/" in task or os.sep in task:  # a path: load_beir
                 folder = Path(task).expanduser()  # says if it is missing or not a folder
                 search[Path(os.path.abspath(folder)).name] = folder  # not resolve(): a link loop
@@ -140,7 +142,10 @@ def evaluate_model(
 
     say("reading data")
     sts_tasks = [load_sts_task(name, variant) for name in sts_names]
-    search_sets: list[BeirDataset] = [load_beir(folder, name=name) for name, folder in search_specs]
+    search_sets: list[BeirDataset] = [
+        SEARCH_TASKS[name]() if folder is None else load_beir(folder, name=name)
+        for name, folder in search_specs
+    ]
 
     if isinstance(model, SentenceTransformer):
         label = model_name or "in-memory model"
@@ -272,5 +277,11 @@ def _protocol(
         }
         if bootstrap and not use_mteb
         else None,
-        "data_dir": str(data_dir()) if variant != "hub" else None,
+        "data_dir": _mirror_label(variant),
     }
+
+
+def _mirror_label(variant: str) -> str | None:
+    """The data mirror read from (None with `--data hub`, or with no mirror: each task names its files)."""
+    mirror = find_data_dir()
+    return str(mirror) if mirror is not None and variant != "hub" else None

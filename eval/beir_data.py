@@ -3,6 +3,10 @@
 Not `beir.GenericDataLoader`: the `beir` package is not a dependency and its loader gives no line numbers
 on bad input. Not mteb's `RetrievalDatasetLoader`: it reads hub datasets only. This reader keeps only the
 queries that have judgements in the split, like both of them.
+
+SciFact by name (`load_scifact`) comes from the data mirror's `beir-scifact/`, else, for users online, from
+BEIR's own hub copy: `BeIR/scifact` (corpus.jsonl.gz, queries.jsonl.gz) and `BeIR/scifact-qrels`
+(`<split>.tsv`), read with the same reader.
 """
 
 from __future__ import annotations
@@ -11,11 +15,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lwap.data_sources import HubFile, hub_file
 from lwap.errors import DataError
 from lwap.eval.fields import is_header, split_fields
 from lwap.files import text_lines
+from lwap.paths import find_data_dir
 
 SCIFACT_FOLDER = "beir-scifact"
+SCIFACT_HUB = ("BeIR/scifact", "BeIR/scifact-qrels")  # corpus + queries, relevance judgements
 
 
 @dataclass(frozen=True)
@@ -95,14 +102,45 @@ def load_beir(folder: str | Path, split: str = "test", name: str | None = None) 
         raise DataError(
             f"{root}: {'is a file' if root.exists() else 'no such folder'}, expected a BEIR folder"
         )
-    qrels = _read_qrels(root / "qrels" / f"{split}.tsv")
-    corpus = _read_jsonl(_find(root, "corpus.jsonl"), need_title=True)
-    all_queries = {qid: text for qid, (_, text) in _read_jsonl(_find(root, "queries.jsonl"), False).items()}
+    if not any(root.iterdir()):
+        raise DataError(f"{root}: empty folder, expected a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    corpus = _find(root, "corpus.jsonl")
+    queries = _find(root, "queries.jsonl")
+    return load_beir_files(
+        corpus, queries, root / "qrels" / f"{split}.tsv", name or root.name, str(root), split
+    )
+
+
+def load_scifact(split: str = "test") -> BeirDataset:
+    """SciFact from the data mirror, else from BEIR's hub copy (users online, or a cached download)."""
+    mirror = find_data_dir()
+    if mirror is not None and (mirror / SCIFACT_FOLDER).is_dir():
+        return load_beir(mirror / SCIFACT_FOLDER, split, name="scifact")
+    corpus_repo, qrels_repo = SCIFACT_HUB
+    what, relative = f"SciFact {split}", f"{SCIFACT_FOLDER}/"
+    files = [
+        hub_file(HubFile(repo, filename), what=what, relative=relative)
+        for repo, filename in (
+            (corpus_repo, "corpus.jsonl.gz"),
+            (corpus_repo, "queries.jsonl.gz"),
+            (qrels_repo, f"{split}.tsv"),
+        )
+    ]
+    return load_beir_files(*files, "scifact", f"hf://{corpus_repo}", split)
+
+
+def load_beir_files(
+    corpus_path: Path, queries_path: Path, qrels_path: Path, name: str, folder: str, split: str = "test"
+) -> BeirDataset:
+    """Read and cross-check a BEIR corpus, queries and one split's relevance judgements."""
+    qrels = _read_qrels(qrels_path)
+    corpus = _read_jsonl(corpus_path, need_title=True)
+    all_queries = {qid: text for qid, (_, text) in _read_jsonl(queries_path, False).items()}
     notes = []
     unknown_queries = sorted(q for q in qrels if q not in all_queries)
     if unknown_queries:
         raise DataError(
-            f"{root / 'qrels' / (split + '.tsv')}: {len(unknown_queries)} query ids are not in queries.jsonl "
+            f"{qrels_path}: {len(unknown_queries)} query ids are not in {queries_path.name} "
             f"(first: {unknown_queries[0]!r})"
         )
     unknown_docs = sum(1 for docs in qrels.values() for d in docs if d not in corpus)
@@ -112,4 +150,4 @@ def load_beir(folder: str | Path, split: str = "test", name: str | None = None) 
     if len(judged) < len(qrels):
         notes.append(f"{len(qrels) - len(judged)} queries have no positive judgement and are left out")
     queries = {qid: all_queries[qid] for qid in all_queries if qid in judged}
-    return BeirDataset(name or root.name, str(root), split, corpus, queries, judged, notes)
+    return BeirDataset(name, folder, split, corpus, queries, judged, notes)

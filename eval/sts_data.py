@@ -11,20 +11,22 @@ of the first malformed row. Data variants:
   STS12–16 / STS-B pairs untokenized but without the per-file subsets (so only the `all` aggregation),
   and `mteb/sickr-sts` is all 9,927 SICK pairs, not the 4,927-pair test split.
 
+Files come from the data mirror, else the sample packaged with lwap (STS-B dev), else, for users online,
+the task's `hub` dataset (said on stderr, and the task's `variant` reads `hub`): `lwap.data_sources`.
+
 Like SentEval, sentences are whitespace-normalised (`" ".join(s.split())`) and pairs whose gold score
 is empty are skipped (STS15/16 leave many pairs unscored).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lwap.data_sources import first_line, hub_offline, local_file, missing_error, note
 from lwap.errors import DataError
 from lwap.eval.fields import is_header, parse_score, split_fields
 from lwap.files import text_lines
-from lwap.paths import data_dir
 
 STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 DISPLAY_NAMES = {
@@ -182,21 +184,30 @@ def read_sick_file(path: Path) -> StsPairs:
 
 
 def load_stsb(split: str = "test", variant: str = "senteval") -> StsPairs:
-    """STS-B `split` from the data mirror; `senteval` (tokenized, lowercased) is the published protocol."""
+    """STS-B `split` (mirror, packaged sample or hub); `senteval` (tokenized, lowercased) is the published
+    protocol."""
     if split not in STSB_SPLITS:
         raise DataError(f"STS-B split must be one of {STSB_SPLITS}, got {split!r}")
     if variant not in STSB_VARIANTS:
         raise DataError(f"STS-B variant must be one of {tuple(STSB_VARIANTS)}, got {variant!r}")
-    return read_stsb_file(data_dir() / STSB_VARIANTS[variant].format(split=split))
+    return load_sts_task("stsb", "raw" if variant == "original" else variant, split).concatenated()
 
 
-def _semeval_files(task: str, subset: str, variant: str, root: Path) -> tuple[Path, Path]:
+def _semeval_files(task: str, subset: str, variant: str) -> tuple[str, str]:
+    """Mirror paths of one SemEval subset: its input and gold-score files."""
     year = task[-2:]
-    folder = (
-        root / "sts12-16" / ("senteval-tokenized" if variant == "senteval" else "raw") / f"STS{year}-en-test"
-    )
+    folder = f"sts12-16/{'senteval-tokenized' if variant == 'senteval' else 'raw'}/STS{year}-en-test"
     prefix = "STS2016" if (year == "16" and variant == "raw") else "STS"
-    return folder / f"{prefix}.input.{subset}.txt", folder / f"{prefix}.gs.{subset}.txt"
+    return f"{folder}/{prefix}.input.{subset}.txt", f"{folder}/{prefix}.gs.{subset}.txt"
+
+
+def task_files(name: str, variant: str, split: str = "test") -> list[str]:
+    """The mirror paths a task reads under `variant` (`senteval` or `raw`), in reading order."""
+    if name in SEMEVAL_SUBSETS:
+        return [f for subset in SEMEVAL_SUBSETS[name] for f in _semeval_files(name, subset, variant)]
+    if name == "stsb":
+        return [STSB_VARIANTS[variant].format(split=split)]
+    return [f"sick/{SICK_FILES['test']}"]
 
 
 def load_sts_task(name: str, variant: str = "senteval", split: str = "test") -> StsTask:
@@ -209,31 +220,38 @@ def load_sts_task(name: str, variant: str = "senteval", split: str = "test") -> 
         raise DataError(f"{name} has only a test split here (STS-B also has train/dev), got {split!r}")
     if variant == "hub":
         return _load_hub_task(name, split)
-    root = data_dir()
+    relatives = task_files(name, variant, split)
+    paths = [local_file(relative) for relative in relatives]
+    missing = [relative for relative, path in zip(relatives, paths, strict=True) if path is None]
+    if missing:
+        return _load_hub_task(name, split, missing=missing[0])
     if name in SEMEVAL_SUBSETS:
-        subsets, sources = {}, []
-        for subset in SEMEVAL_SUBSETS[name]:
-            inputs, golds = _semeval_files(name, subset, variant, root)
-            subsets[subset] = read_sts_pair_files(inputs, golds)
-            sources += [str(inputs), str(golds)]
-        return StsTask(name, subsets, variant, sources)
+        pairs = iter(paths)
+        subsets = {subset: read_sts_pair_files(next(pairs), next(pairs)) for subset in SEMEVAL_SUBSETS[name]}
+        return StsTask(name, subsets, variant, [str(p) for p in paths])
     if name == "stsb":
-        path = root / STSB_VARIANTS[variant].format(split=split)
-        return StsTask(name, {split: read_stsb_file(path)}, variant, [str(path)])
-    path = root / "sick" / SICK_FILES["test"]
-    return StsTask(name, {"test": read_sick_file(path)}, "raw", [str(path)])
+        return StsTask(name, {split: read_stsb_file(paths[0])}, variant, [str(paths[0])])
+    return StsTask(name, {"test": read_sick_file(paths[0])}, "raw", [str(paths[0])])
 
 
-def _load_hub_task(name: str, split: str) -> StsTask:
+def _load_hub_task(name: str, split: str, missing: str | None = None) -> StsTask:
+    """The task from its mteb hub dataset: asked for (`--data hub`), or standing in for a `missing` file."""
     hub_id = HUB_IDS[name]
     hub_split = "validation" if split == "dev" else split
+    what = f"{DISPLAY_NAMES[name]} {split}"
+    if missing is not None and not hub_offline():
+        note(
+            f"{what}: {missing} is not in the data mirror or the package; reading {hub_id} from the hub "
+            "(untokenized text, one subset: scores differ slightly from SentEval's copies)"
+        )
     try:
         from datasets import load_dataset
 
-        rows = load_dataset(hub_id, split=hub_split)
+        rows = load_dataset(hub_id, split=hub_split)  # offline, a cached copy still loads
     except Exception as error:  # datasets raises many types (offline, not found, network): one message
-        offline = any(os.environ.get(v) == "1" for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
-        reason = "the hub is offline (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE=1)" if offline else str(error)
+        if missing is not None:
+            raise missing_error(what, missing, hub_id, first_line(error)) from None
+        reason = "the hub is offline (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE=1)" if hub_offline() else str(error)
         first = reason.strip().splitlines()[0] if reason.strip() else type(error).__name__
         raise DataError(
             f"could not load {hub_id} ({hub_split}) from the Hugging Face hub: {first}; "

@@ -2,7 +2,8 @@
 
 `LWAP_DATA_DIR` points at a folder laid out like the project's `../shared/data` (stsb/, sts12-16/, sick/,
 wiki/, nli/, beir-scifact/). Unset, a `shared/data` folder beside the repository checkout is used, so the
-quick start works from a fresh clone without configuration.
+quick start works from a fresh clone without configuration. Without a mirror, `lwap.data_sources` falls
+back to the sample packaged with lwap, then to the Hugging Face hub.
 """
 
 from __future__ import annotations
@@ -16,13 +17,35 @@ DATA_DIR_VARIABLE = "LWAP_DATA_DIR"
 _CHECKOUT_SIBLING = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def _configured() -> tuple[Path, str]:
+    """The mirror folder that applies now, and how it was chosen (for messages)."""
+    configured = os.environ.get(DATA_DIR_VARIABLE)
+    if configured:
+        return Path(configured).expanduser(), f"${DATA_DIR_VARIABLE}={configured}"
+    return _CHECKOUT_SIBLING, f"default {_CHECKOUT_SIBLING}"
+
+
+def find_data_dir() -> Path | None:
+    """The data mirror folder, or None if there is none (no error: callers fall back)."""
+    folder, _ = _configured()
+    return folder if folder.is_dir() else None
+
+
+def describe_data_dir() -> str:
+    """'$LWAP_DATA_DIR=/x' or 'default /path', plus what is wrong with it (missing, a file, empty)."""
+    folder, source = _configured()
+    if folder.is_dir():
+        return source if any(folder.iterdir()) else f"{source}: empty folder"
+    return f"{source}: is a file, expected a folder" if folder.exists() else f"{source}: no such folder"
+
+
 def data_dir() -> Path:
     """The data mirror folder; DataError naming the variable if it is not there."""
-    configured = os.environ.get(DATA_DIR_VARIABLE)
-    folder = Path(configured).expanduser() if configured else _CHECKOUT_SIBLING
-    if not folder.is_dir():
-        source = f"${DATA_DIR_VARIABLE}={configured}" if configured else f"default {folder}"
-        raise DataError(f"data folder not found ({source}); set {DATA_DIR_VARIABLE} to the data mirror")
+    folder = find_data_dir()
+    if folder is None:
+        raise DataError(
+            f"data folder not found ({_configured()[1]}); set {DATA_DIR_VARIABLE} to the data mirror"
+        )
     return folder
 
 
@@ -32,3 +55,11 @@ def expand_data_path(value: str) -> Path:
         if token in value:
             value = value.replace(token, str(data_dir()))
     return Path(os.path.expandvars(value)).expanduser()
+
+
+def mirror_relative(value: str) -> str | None:
+    """'wiki/x.txt.gz' for '$LWAP_DATA_DIR/wiki/x.txt.gz' (or '${LWAP_DATA_DIR}/...'); None otherwise."""
+    for token in (f"${{{DATA_DIR_VARIABLE}}}/", f"${DATA_DIR_VARIABLE}/"):
+        if value.startswith(token):
+            return value[len(token) :].lstrip("/")
+    return None

@@ -152,6 +152,7 @@ NOT_PATHS: dict[str, str] = {
     "eval no_progress": "a flag",
     "train overrides": "--set KEY=VALUE sets config keys; the path-taking keys have their own rows",
     "train overwrite": "a flag",
+    "train list": "a flag (lists the configs shipped with lwap)",
     "output.overwrite": "a flag",
     "output.save_steps": "a number",
     "output.save_total_limit": "a number",

@@ -132,4 +132,4 @@ def test_hub_id_offline_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     message = error_of(unsup, "someone/no-such-dataset-lwap-test")
-    assert "not a local file" in message and "someone/no-such-dataset-lwap-test" in message
+    assert "hub is offline" in message and "someone/no-such-dataset-lwap-test" in message

@@ -3,6 +3,7 @@
 Writes OUTPUT/model (load it with SentenceTransformer(path, trust_remote_code=True)), train_summary.json,
 training_curves.png, metrics.csv, TensorBoard logs and checkpoints. Ctrl-C saves a checkpoint; --resume
 continues from the last one. For several processes: torchrun --nproc_per_node=N -m lwap.train CONFIG.
+CONFIG is a YAML file or the name of a config shipped with lwap (`lwap train --list`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ HELP = "train a sentence encoder (SimCSE) from a YAML config"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="YAML config, e.g. configs/quickstart.yaml")
+    parser.add_argument(
+        "config",
+        nargs="?",
+        help="a shipped config's name (e.g. quickstart; see --list) or a YAML file",
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list the configs shipped with lwap, with their descriptions"
+    )
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -36,9 +44,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lwap.config_files import format_list, resolve_config
+    from lwap.errors import ConfigError
+
+    if args.list:
+        print(format_list())
+        return 0
+    if args.config is None:
+        raise ConfigError("give a config: a shipped config's name ('lwap train --list') or a YAML file")
+
     from lwap.train.config import load_config
     from lwap.train.run import train
 
-    config = load_config(args.config, args.overrides)
+    config = load_config(resolve_config(args.config), args.overrides)
     train(config, config_path=args.config, resume=args.resume, overwrite=args.overwrite)
     return 0

@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lwap.data_sources import hub_offline, training_file
 from lwap.errors import DataError
 from lwap.files import check_file, decoded_lines
-from lwap.paths import expand_data_path
+from lwap.paths import DATA_DIR_VARIABLE
 from lwap.train.config import DataConfig
 
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".text")
@@ -33,7 +34,7 @@ def load_train_dataset(data: DataConfig, objective: str) -> Any:
     """The training `datasets.Dataset` for `objective` ("unsup_simcse" or "sup_simcse")."""
     columns, names = _wanted_columns(data, objective)
     if _is_local(data.train):
-        path = expand_data_path(data.train)
+        path = training_file(data.train, data.max_examples)  # the mirror, lwap's sample or the hub
         return _local_dataset(path, data, objective, columns, names)
     return _hub_dataset(data, columns, names)
 
@@ -179,6 +180,13 @@ def _hub_dataset(data: DataConfig, columns: list[str], names: list[str]) -> Any:
         )
     except Exception as error:  # datasets raises many types here (offline, not found, bad config/split)
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if hub_offline():
+            raise DataError(
+                f"data.train {data.train!r} is a hub dataset and the Hugging Face hub is offline "
+                f"(HF_HUB_OFFLINE=1) with no cached copy: go online (unset HF_HUB_OFFLINE), or train on a "
+                f"local file with --set data.train=PATH, e.g. the data mirror's stand-in that the config's "
+                f"header names (under {DATA_DIR_VARIABLE})"
+            ) from None
         raise DataError(
             f"data.train {data.train!r} is not a local file, and loading it as a hub dataset failed: {first}"
         ) from None

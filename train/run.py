@@ -130,8 +130,10 @@ def train(
     summary: dict[str, Any] = {}
     if is_main:
         from lwap.model import inference_max_seq_length
+        from lwap.train.model_card import describe_run
 
         trainer.model.max_seq_length = inference_max_seq_length(trainer.model)  # undo the training truncation
+        describe_run(trainer, config)  # card: backbone, pooling, objective, the kept model's score
         model_dir = outputs.save_model_atomically(trainer.model, out)
         summary = _summary(
             config, config_path, args, trainer, pieces["timing"], dataset, resume_from, model_dir

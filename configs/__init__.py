@@ -1,0 +1,1 @@
+"""The experiment configs, installed with lwap as `lwap.configs` so `lwap train NAME` finds them anywhere."""
