@@ -176,6 +176,33 @@ def test_incomplete_checkpoint_is_not_resumed_from(tmp_path: Path) -> None:
     assert latest_complete_checkpoint(tmp_path).name == "checkpoint-5"
 
 
+def test_build_trainer_without_checkpoints_trains_and_saves_nothing(tmp_path: Path, tiny_bert: Path) -> None:
+    """The seam benchmarks/speed.py times: the `lwap train` trainer, extra callbacks, no checkpoint at all."""
+    from transformers import TrainerCallback
+
+    from lwap.train import build_trainer
+
+    class CountSteps(TrainerCallback):
+        steps = 0
+
+        def on_step_end(self, args, state, control, **kwargs):
+            CountSteps.steps += 1
+
+    path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 4}, output={"save_steps": 2})
+    config = load_config(path)
+    out = tmp_path / "run"
+    built = build_trainer(config, out, callbacks=[CountSteps()], checkpoints=False)
+    assert built.trainer.model is built.model and built.trainer.args is built.args
+    assert isinstance(built.loss, SimCSELoss) and built.evaluator is None and len(built.dataset) == 512
+    built.trainer.train()
+    assert CountSteps.steps == 4 and built.timing.end_step == 4 and built.stop.stopped_at_step is None
+    assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
+    assert (out / "metrics.csv").is_file()  # lwap's own callbacks still run
+    with pytest.raises(ValueError, match="keep_best"):
+        keep_best = {"stsb_dev": True, "keep_best": True}
+        build_trainer(load_config(tiny_config(tmp_path, tiny_bert, eval=keep_best)), out, checkpoints=False)
+
+
 KILL_DRIVER = """
 import os, signal, sys
 from transformers import TrainerCallback
