@@ -7,7 +7,8 @@ Per sentence, with hidden states h_0 (embedding output) … h_L:
   out = Tanh(W_o [s_L ; o] + b)
 Cost: the [CLS] rows are gathered and each layer's masked mean is one (B,1,T)@(B,T,H) matmul, so no
 (B, L+1, T, H) copy of all hidden states is made; stacking them and reducing with an einsum made LWAP's
-forward + backward ~3x slower (a stack copy, its cast to bf16, and a full-size gradient in backward).
+forward + backward much slower (a stack copy, its cast to bf16, and a full-size gradient in backward;
+docs/BENCHMARKS.md, "What was tried and not kept").
 """
 
 from __future__ import annotations
