@@ -59,6 +59,7 @@ def fixed_batch_loss(model, seed: int = 0) -> float:
         return SimCSELoss(model).forward([features], torch.zeros(len(SENTENCES) * 2)).item()
 
 
+@pytest.mark.slow
 def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tiny_bert: Path) -> None:
     path = tiny_config(
         tmp_path,
@@ -227,6 +228,7 @@ def embeddings_of(folder: Path) -> np.ndarray:
     return load_model(folder).encode(SENTENCES * 3)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path, tiny_bert: Path) -> None:
     """Killed at step 8 (last checkpoint: step 5), resumed: same final weights as a run never interrupted.
 
@@ -265,6 +267,7 @@ def _losses(out: Path) -> list[tuple[int, float]]:
         return [(int(r["step"]), float(r["value"])) for r in csv.DictReader(handle) if r["metric"] == "loss"]
 
 
+@pytest.mark.slow
 def test_sigint_saves_a_checkpoint_and_resume_finishes(tmp_path: Path, tiny_bert: Path) -> None:
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 100000, "logging_steps": 1})
     out = tmp_path / "run"
@@ -293,6 +296,7 @@ def test_sigint_saves_a_checkpoint_and_resume_finishes(tmp_path: Path, tiny_bert
     assert json.loads((out / "train_summary.json").read_text())["steps"] == stopped + 2
 
 
+@pytest.mark.slow
 def test_torchrun_two_processes(tmp_path: Path, tiny_bert: Path) -> None:
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 4, "per_device_batch_size": 8})
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
