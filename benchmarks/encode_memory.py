@@ -4,8 +4,9 @@
     python benchmarks/encode_memory.py --tiny --lines 100000 1000000   # small random BERT + LWAP head
 
 `--tiny` builds a 2-layer, hidden-128 random BERT with an LWAP head (the packaged MiniLM's tokenizer), so
-that 1M lines take minutes rather than the ~25 min MiniLM needs on 2 cores: memory is a property of the
-streaming, and tokenising, deduplicating and writing 1M rows is the same work for any backbone.
+that 1M lines take minutes rather than the much longer time MiniLM needs (docs/RELIABILITY.md): memory is
+a property of the streaming, and tokenising, deduplicating and writing 1M rows is the same work for any
+backbone.
 
 Each size runs `lwap encode` on the first N lines of the data mirror's Wikipedia sentences in a fresh
 process; its peak resident set size comes from getrusage of that process alone. Results are appended to

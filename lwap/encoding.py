@@ -40,7 +40,7 @@ def check_sentences(sentences: Sequence[Any]) -> list[str]:
 
 
 def autocast(precision: str) -> contextlib.AbstractContextManager[Any]:
-    """bf16 autocast on the CPU (about 2× faster matmuls here), or nothing for fp32."""
+    """bf16 autocast on the CPU (faster matmuls: docs/BENCHMARKS.md), or nothing for fp32."""
     if precision not in PRECISIONS:
         raise InputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "bf16":

@@ -56,7 +56,6 @@ def test_lwap_model_loads_with_load_model(tiny_bert, tmp_path) -> None:
     assert np.array_equal(loaded.encode(SENTENCES), model.encode(SENTENCES))
 
 
-@pytest.mark.integration
 def test_packaged_minilm_with_lwap_encodes(tmp_path) -> None:
     model = build_model(DEFAULT_BACKBONE, "lwap").eval()
     embeddings = model.encode(SENTENCES)
@@ -68,7 +67,6 @@ def test_packaged_minilm_with_lwap_encodes(tmp_path) -> None:
     assert np.array_equal(reloaded.encode(SENTENCES), embeddings)
 
 
-@pytest.mark.integration
 def test_packaged_minilm_with_mean_pooling_equals_the_untouched_model(minilm_path) -> None:
     untouched = SentenceTransformer(str(minilm_path))  # Transformer → mean Pooling → Normalize
     ours = build_model(DEFAULT_BACKBONE, "mean")

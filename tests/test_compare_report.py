@@ -68,6 +68,7 @@ def test_report_states_spread_verdicts_and_lists_every_run(
     assert text.count("| unsup | `") == 9  # every run appears in the last table
 
 
+@pytest.mark.slow
 def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

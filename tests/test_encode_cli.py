@@ -97,6 +97,7 @@ def test_cli_user_errors_exit_2_with_one_line(tmp_path) -> None:
     assert "does not exist" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_cli_stdin_and_invalid_utf8(saved_lwap, tmp_path) -> None:
     out = tmp_path / "s.npy"
     ok = subprocess.run(
@@ -148,6 +149,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_disk_full_is_one_line_and_leaves_no_partial_file(saved_lwap, tmp_path) -> None:
     text = tmp_path / "in.txt"
     text.write_text("\n".join(f"sentence {i}" for i in range(200)) + "\n", encoding="utf-8")

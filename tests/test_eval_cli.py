@@ -74,6 +74,7 @@ def test_lwap_eval_writes_table_json_markdown_and_png(
         assert entry["score"] == entry["all"] and "ci95" not in entry
 
 
+@pytest.mark.slow
 def test_library_call_with_mteb_agrees_with_own_path(lwap_folder, mirror, monkeypatch) -> None:
     root, _ = mirror
     monkeypatch.setenv("LWAP_DATA_DIR", str(root))

@@ -27,7 +27,6 @@ STSB_ROW = (
 # --- the real data mirror -------------------------------------------------------------------------
 
 
-@pytest.mark.integration
 @pytest.mark.parametrize("variant", ["senteval", "raw"])
 def test_published_pair_counts(variant: str) -> None:
     """3,108 / 1,500 / 3,750 / 3,000 / 1,186 / 1,379 / 4,927 scored pairs, as SentEval/SimCSE."""
@@ -47,7 +46,6 @@ def test_published_pair_counts(variant: str) -> None:
     )
 
 
-@pytest.mark.integration
 def test_real_mirror_unscored_pairs_are_skipped_and_subsets_kept() -> None:
     sts15, sts16 = load_sts_task("sts15"), load_sts_task("sts16")
     assert sts15.unscored == 8500 - 3000 and sts16.unscored == 9183 - 1186  # empty gold lines

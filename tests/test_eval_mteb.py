@@ -34,6 +34,7 @@ def mirror(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_mteb_encodes_the_lwap_model_and_matches_own_scores(
     tiny_bert, mirror, monkeypatch, no_network
 ) -> None:
@@ -74,7 +75,7 @@ def test_mteb_all_aggregation_and_known_search_answer(tmp_path, no_network) -> N
     assert search["fruit"]["ndcg@10"] == pytest.approx(score_search(fruit_model(), data)["ndcg@10"], abs=1e-3)
 
 
-@pytest.mark.integration
+@pytest.mark.slow
 def test_minilm_stsb_test_published_figure_and_mteb_agreement(no_network) -> None:
     """all-MiniLM-L6-v2 with its own mean pooling: 82.03 on STS-B test (published); mteb within 0.01."""
     from lwap import load_model

@@ -114,7 +114,7 @@ def test_search_metrics_on_a_three_document_corpus(tmp_path) -> None:
     assert result["score"] == result["ndcg@10"]
 
 
-@pytest.mark.integration
+@pytest.mark.slow
 def test_training_stsb_dev_evaluator_agrees_with_own_scorer(tiny_bert) -> None:
     """`stsb_evaluator` (sentence-transformers, used for model selection) and lwap's scorer: same number."""
     from lwap import build_model

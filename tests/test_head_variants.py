@@ -83,6 +83,7 @@ def test_head_learning_rate_reaches_the_optimizer(tiny_bert: Path, tmp_path: Pat
     assert head_learning_rate_mapping(build_model(str(tiny_bert), "mean"), 1e-4, 10.0) == {}
 
 
+@pytest.mark.slow
 def test_training_with_head_multiplier_and_warmup(tiny_bert: Path, tmp_path: Path) -> None:
     """Backbone untouched during the warm-up, trained after it; both settings in the summary."""
     from safetensors.torch import load_file

@@ -37,6 +37,7 @@ def test_the_guard_itself_blocks_connections(no_network: list[str]) -> None:
     assert no_network
 
 
+@pytest.mark.slow
 def test_encode_eval_and_training_stay_offline(
     no_network: list[str], tiny_bert: Path, tmp_path: Path
 ) -> None:

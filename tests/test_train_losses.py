@@ -101,6 +101,7 @@ def _gathered_loss_worker(rank: int, port: int, queue) -> None:
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_negatives_gathered_across_two_processes() -> None:
     """Two gloo processes with 4 rows each give the loss and gradients of one process with all 8 rows,
     including the hard-negative weight, whose column depends on the process's offset in the gathered batch."""

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+pytestmark = pytest.mark.slow  # a 4-minute training run; the fast tier (-m 'not slow') leaves it out
 
-@pytest.mark.integration
+
 def test_quickstart_config_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "quickstart"
     result = subprocess.run(

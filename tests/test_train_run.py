@@ -59,6 +59,7 @@ def fixed_batch_loss(model, seed: int = 0) -> float:
         return SimCSELoss(model).forward([features], torch.zeros(len(SENTENCES) * 2)).item()
 
 
+@pytest.mark.slow
 def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tiny_bert: Path) -> None:
     path = tiny_config(
         tmp_path,
@@ -176,6 +177,33 @@ def test_incomplete_checkpoint_is_not_resumed_from(tmp_path: Path) -> None:
     assert latest_complete_checkpoint(tmp_path).name == "checkpoint-5"
 
 
+def test_build_trainer_without_checkpoints_trains_and_saves_nothing(tmp_path: Path, tiny_bert: Path) -> None:
+    """The seam benchmarks/speed.py times: the `lwap train` trainer, extra callbacks, no checkpoint at all."""
+    from transformers import TrainerCallback
+
+    from lwap.train import build_trainer
+
+    class CountSteps(TrainerCallback):
+        steps = 0
+
+        def on_step_end(self, args, state, control, **kwargs):
+            CountSteps.steps += 1
+
+    path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 4}, output={"save_steps": 2})
+    config = load_config(path)
+    out = tmp_path / "run"
+    built = build_trainer(config, out, callbacks=[CountSteps()], checkpoints=False)
+    assert built.trainer.model is built.model and built.trainer.args is built.args
+    assert isinstance(built.loss, SimCSELoss) and built.evaluator is None and len(built.dataset) == 512
+    built.trainer.train()
+    assert CountSteps.steps == 4 and built.timing.end_step == 4 and built.stop.stopped_at_step is None
+    assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
+    assert (out / "metrics.csv").is_file()  # lwap's own callbacks still run
+    with pytest.raises(ValueError, match="keep_best"):
+        keep_best = {"stsb_dev": True, "keep_best": True}
+        build_trainer(load_config(tiny_config(tmp_path, tiny_bert, eval=keep_best)), out, checkpoints=False)
+
+
 KILL_DRIVER = """
 import os, signal, sys
 from transformers import TrainerCallback
@@ -200,6 +228,7 @@ def embeddings_of(folder: Path) -> np.ndarray:
     return load_model(folder).encode(SENTENCES * 3)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path, tiny_bert: Path) -> None:
     """Killed at step 8 (last checkpoint: step 5), resumed: same final weights as a run never interrupted.
 
@@ -238,6 +267,7 @@ def _losses(out: Path) -> list[tuple[int, float]]:
         return [(int(r["step"]), float(r["value"])) for r in csv.DictReader(handle) if r["metric"] == "loss"]
 
 
+@pytest.mark.slow
 def test_sigint_saves_a_checkpoint_and_resume_finishes(tmp_path: Path, tiny_bert: Path) -> None:
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 100000, "logging_steps": 1})
     out = tmp_path / "run"
@@ -266,6 +296,7 @@ def test_sigint_saves_a_checkpoint_and_resume_finishes(tmp_path: Path, tiny_bert
     assert json.loads((out / "train_summary.json").read_text())["steps"] == stopped + 2
 
 
+@pytest.mark.slow
 def test_torchrun_two_processes(tmp_path: Path, tiny_bert: Path) -> None:
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 4, "per_device_batch_size": 8})
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

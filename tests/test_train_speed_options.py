@@ -131,6 +131,7 @@ def test_configure_for_training_changes_training_only(tiny_bert: Path, tmp_path:
     assert any(type(m) is torch.nn.Dropout for m in plain.modules())
 
 
+@pytest.mark.slow
 def test_training_run_with_every_speed_option(tmp_path: Path, tiny_bert: Path) -> None:
     options = {
         "batch_sampler": "length_grouped",
@@ -150,6 +151,7 @@ def test_training_run_with_every_speed_option(tmp_path: Path, tiny_bert: Path) -
     assert ATTENTION not in (saved / "config.json").read_text()
 
 
+@pytest.mark.slow
 def test_keep_freed_memory_leaves_results_identical(tmp_path: Path, tiny_bert: Path) -> None:
     """The allocator setting is process-wide, so each run gets its own `lwap train` process."""
     losses = {}

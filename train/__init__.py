@@ -1,5 +1,7 @@
 """SimCSE training (installed as lwap.train): `lwap train CONFIG.yaml`, or `train(load_config(path))`.
 
+`build_trainer(config, out)` gives the same trainer without running it (e.g. to time its steps).
+
 Imported lazily (PEP 562) so that `lwap --help` does not import torch and sentence-transformers.
 """
 
@@ -7,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TrainConfig", "load_config", "train"]
+__all__ = ["BuiltTrainer", "TrainConfig", "build_trainer", "load_config", "train"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,4 +21,8 @@ def __getattr__(name: str) -> Any:
         from lwap.train.run import train
 
         return train
+    if name in ("BuiltTrainer", "build_trainer"):
+        from lwap.train import trainer
+
+        return getattr(trainer, name)
     raise AttributeError(f"module 'lwap.train' has no attribute {name!r}")

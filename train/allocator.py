@@ -3,8 +3,8 @@
 glibc serves every allocation above 32 MiB with a fresh mmap and unmaps it on free. A training step of
 all-MiniLM-L6-v2 allocates at least one such block per backward pass: the dense gradient of the 30522×384
 word-embedding table (47 MB), created zero-filled by the embedding backward. Fresh pages fault in on first
-touch, so that zero fill alone cost ~50 ms per call on this machine (1 GB/s), and smaller blocks suffer the
-same when the heap top is trimmed between steps. Switching mmap off (M_MMAP_MAX = 0) and raising the trim
+touch, so that zero fill alone costs a good part of a step (docs/BENCHMARKS.md), and smaller blocks suffer
+the same when the heap top is trimmed between steps. Switching mmap off (M_MMAP_MAX = 0) and raising the trim
 threshold makes freed blocks reusable at memory speed. Results are unchanged (only where memory comes
 from); the cost is that the process keeps its peak memory until it exits.
 

@@ -6,13 +6,13 @@ Measured on this CPU (docs/BENCHMARKS.md; `training.attention`, `training.fast_d
   reference "math" path, which under bf16 autocast adds dtype copies of Q, K, V and the scores; plain
   matmul + softmax attention (transformers' eager) skips them. Inference is untouched: the saved model
   loads with transformers' default (sdpa), since the attention choice is not written to config.json.
-- `fast_dropout: true`. torch's CPU dropout draws one Mersenne-Twister number per element with
-  `bernoulli_`, single-threaded on AMD CPUs (the parallel MKL path is for Intel only): ~10% of a bf16
-  SimCSE step here. `FastDropout` takes two 15-bit uniforms from each 32-bit draw, compares them with a
-  threshold, and keeps a bool mask for backward. Same dropout: each element is kept independently with
-  probability 1 - p (p rounded to a multiple of 1/32768, e.g. 0.1 → 0.1000061) and scaled by 1/(1 - p),
-  the rounded p, so the expectation is unchanged; only the random stream differs from `nn.Dropout`'s.
-  With eager attention the attention-probability dropout uses it too (inside SDPA it cannot).
+- `fast_dropout: true`. torch's CPU dropout draws one Mersenne-Twister number per element with `bernoulli_`,
+  single-threaded on AMD CPUs (the parallel MKL path is for Intel only): a visible share of a bf16 SimCSE step
+  (docs/BENCHMARKS.md, "Where a step goes"). `FastDropout` takes two 15-bit uniforms from each 32-bit draw,
+  compares them with a threshold, and keeps a bool mask for backward. Same dropout: each element is kept
+  independently with probability 1 - p (p rounded to a multiple of 1/32768, e.g. 0.1 → 0.1000061) and scaled
+  by 1/(1 - p), the rounded p, so the expectation is unchanged; only the random stream differs from
+  `nn.Dropout`'s. With eager attention the attention-probability dropout uses it too (inside SDPA it cannot).
 Both only change how the training forward is computed; weights and saved files are the same as without.
 """
 

@@ -2,7 +2,8 @@
 
 Everything heavy is sentence-transformers' `SentenceTransformerTrainer` (transformers' Trainer): the loop,
 progress bar, seed, periodic evaluation, keeping the best checkpoint, resuming, DDP under torchrun.
-This module decides what goes in, and writes what comes out (see `lwap.train.outputs` for the layout).
+What goes in is assembled by `lwap.train.trainer.build_trainer`; this module runs it and writes what
+comes out (see `lwap.train.outputs` for the layout).
 """
 
 from __future__ import annotations
@@ -12,68 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lwap.errors import ConfigError
 from lwap.files import write_json_atomically
 from lwap.train import outputs
 from lwap.train.config import ModelConfig, TrainConfig, dump_config
 
-# sentence-transformers' sampler names; length_grouped starts as the plain sampler and is replaced in
-# _build_trainer, once the model's tokenizer can measure the examples (lwap.train.sampling)
-BATCH_SAMPLER_NAMES = {
-    "random": "batch_sampler",
-    "no_duplicates": "no_duplicates",
-    "length_grouped": "batch_sampler",
-}
-
 
 def output_path(config: TrainConfig) -> Path:
     return Path(os.path.expandvars(config.output.dir)).expanduser()
-
-
-def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any:
-    """sentence-transformers training arguments for `config` (creating them starts torch.distributed)."""
-    import torch
-    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
-
-    from lwap.train.report import DEV_METRIC
-
-    t, e, o = config.training, config.eval, config.output
-    use_cpu = not torch.cuda.is_available()
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
-    evaluate = e.stsb_dev
-    try:
-        return SentenceTransformerTrainingArguments(
-            output_dir=str(out / outputs.CHECKPOINTS_DIR),
-            num_train_epochs=t.epochs,
-            max_steps=t.max_steps,
-            per_device_train_batch_size=t.per_device_batch_size,
-            per_device_eval_batch_size=e.batch_size,
-            learning_rate=t.learning_rate,
-            weight_decay=t.weight_decay,
-            warmup_steps=t.warmup_ratio,  # < 1 means a fraction of the total steps
-            lr_scheduler_type=t.lr_scheduler,
-            bf16=t.precision == "bf16",
-            use_cpu=use_cpu,
-            ddp_backend="gloo" if use_cpu and distributed else None,
-            seed=t.seed,
-            dataloader_drop_last=t.drop_last,
-            batch_sampler=BATCH_SAMPLER_NAMES[t.batch_sampler],
-            eval_strategy="steps" if evaluate else "no",
-            eval_steps=e.eval_steps,
-            eval_on_start=evaluate and e.before_training and not resuming,
-            save_strategy="steps",
-            save_steps=o.save_steps,
-            save_total_limit=o.save_total_limit,
-            load_best_model_at_end=e.keep_best,
-            metric_for_best_model=DEV_METRIC if evaluate else None,
-            greater_is_better=True,
-            logging_steps=t.logging_steps,
-            logging_first_step=True,
-            report_to="none",  # TensorBoard is added as a callback with a fixed folder (see train())
-            disable_tqdm=not t.progress_bar,
-        )
-    except ValueError as error:  # transformers' own consistency checks; ours run first, so this is rare
-        raise ConfigError(f"training settings rejected by transformers: {error}") from None
 
 
 def train(
@@ -98,6 +44,8 @@ def train(
         out, overwrite=overwrite, resume=resume
     )  # read-only, every process
 
+    from lwap.train.trainer import build_trainer, training_arguments  # not at the top: it imports this module
+
     args = training_arguments(config, out, resuming=resume_from is not None)
     is_main = args.process_index == 0
     from lwap.backbones import check_backbone
@@ -112,11 +60,11 @@ def train(
             outputs.prepare_output_dir(out, overwrite=overwrite, resume_from=resume_from)
             (out / outputs.CONFIG_YAML).write_text(dump_config(config), encoding="utf-8")
 
-    trainer, pieces = _build_trainer(config, args, dataset, out, list(callbacks))
+    built = build_trainer(config, out, args=args, dataset=dataset, callbacks=callbacks)
+    trainer, stop = built.trainer, built.stop
     _announce(config, args, dataset, resume_from)
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
 
-    stop = pieces["stop"]
     if stop.stopped_at_step is not None:
         if is_main:
             print(
@@ -135,9 +83,7 @@ def train(
         trainer.model.max_seq_length = inference_max_seq_length(trainer.model)  # undo the training truncation
         describe_run(trainer, config)  # card: backbone, pooling, objective, the kept model's score
         model_dir = outputs.save_model_atomically(trainer.model, out)
-        summary = _summary(
-            config, config_path, args, trainer, pieces["timing"], dataset, resume_from, model_dir
-        )
+        summary = _summary(config, config_path, args, trainer, built.timing, dataset, resume_from, model_dir)
         summary["wall_time_seconds"] = round(time.perf_counter() - wall_start, 1)
         write_json_atomically(summary, out / outputs.SUMMARY_JSON)
         from lwap.train.report import plot_curves
@@ -160,68 +106,6 @@ def build_configured_model(m: ModelConfig) -> Any:
     from lwap.model import build_model
 
     return build_model(m.backbone, m.pooling, max_seq_length=m.max_seq_length, **m.pooler_options())
-
-
-def _build_trainer(
-    config: TrainConfig, args: Any, dataset: Any, out: Path, extra_callbacks: list[Any]
-) -> tuple[Any, dict[str, Any]]:
-    from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
-    from torch.utils.tensorboard import SummaryWriter
-    from transformers import set_seed
-    from transformers.integrations import TensorBoardCallback
-
-    from lwap.train.callbacks import EvaluateAtEnd, MetricsCsv, StopOnSignal, Timing
-    from lwap.train.losses import SimCSELoss
-
-    if config.training.keep_freed_memory:
-        from lwap.train.allocator import keep_freed_memory
-
-        keep_freed_memory()  # before the model and optimizer allocate
-    set_seed(config.training.seed)  # the new pooling head starts identical in every process and every run
-    model = build_configured_model(config.model)
-    loss = SimCSELoss(
-        model,
-        temperature=config.objective.temperature,
-        hard_negative_weight=config.objective.hard_negative_weight,
-        gather_across_devices=args.world_size > 1,
-    )
-    if config.training.attention != "sdpa" or config.training.fast_dropout:
-        from lwap.train.fast_dropout import configure_for_training
-
-        configure_for_training(model, config.training.attention, config.training.fast_dropout)
-    if config.training.batch_sampler == "length_grouped":
-        from lwap.train.sampling import LengthGroupedBatches, token_lengths
-
-        lengths = token_lengths(dataset, model.tokenizer, model.max_seq_length)
-        args.batch_sampler = LengthGroupedBatches(lengths, config.training.length_group_size)
-    evaluator = None
-    if config.eval.stsb_dev:
-        from lwap.eval.evaluators import stsb_evaluator
-        from lwap.model import inference_max_seq_length
-
-        # scored at the length the saved model will read (SimCSE evaluates without the training truncation)
-        evaluator = stsb_evaluator(
-            "dev", batch_size=config.eval.batch_size, max_seq_length=inference_max_seq_length(model)
-        )
-    from lwap.train.head_training import head_training_setup
-
-    stop, timing = StopOnSignal(), Timing()
-    callbacks: list[Any] = [stop, timing, EvaluateAtEnd(evaluate=config.eval.stsb_dev)]
-    callbacks += head_training_setup(model, args, config.training)
-    if args.process_index == 0:
-        callbacks += [
-            MetricsCsv(out / outputs.METRICS_CSV),
-            TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(out / outputs.TENSORBOARD_DIR))),
-        ]
-    trainer = SentenceTransformerTrainer(
-        model=model,
-        args=args,
-        train_dataset=dataset,
-        loss=loss,
-        evaluator=evaluator,
-        callbacks=callbacks + extra_callbacks,
-    )
-    return trainer, {"stop": stop, "timing": timing}
 
 
 def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | None) -> None:

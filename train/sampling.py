@@ -1,7 +1,7 @@
 """Length-grouped batches: fewer padded tokens per step, while batches stay random draws from the corpus.
 
 A random batch of 64 Wikipedia sentences almost always contains one that reaches the maximum length, so
-every batch is padded to it (at max length 32 about 18% of the tokens a step computes are padding). Sorting
+every batch is padded to it (docs/BENCHMARKS.md, "real tokens", has the padded share per step). Sorting
 the whole corpus by length would remove that waste but make each batch a run of same-length neighbours
 in a fixed order, which SimCSE's in-batch negatives should not see. The compromise (transformers'
 `get_length_grouped_indices`, reused here): shuffle, cut into groups of `group_size` batches, sort each group
@@ -28,7 +28,7 @@ def token_lengths(dataset: Any, tokenizer: Any, max_length: int, chunk: int = 20
     """Per example, the longest of its text columns in tokens (truncated at `max_length`), as uint16.
 
     Characters are not a good enough proxy: one long outlier per batch sets the padding, and sorting by
-    characters leaves most of it (measured: 5% fewer padded tokens instead of 14% with 8-batch groups).
+    characters leaves most of it (docs/BENCHMARKS.md, "What was tried and not kept").
     """
     lengths = np.zeros(len(dataset), dtype=np.uint16)
     for column in dataset.column_names:

@@ -1,0 +1,194 @@
+"""The trainer a config describes: training arguments, model, loss, evaluator, callbacks, assembled once.
+
+`lwap train` (lwap.train.run) drives what `build_trainer` returns; benchmarks/speed.py times the very same
+trainer, so the speed it reports is the speed of `lwap train`. Running it and writing the output folder
+is lwap.train.run's job, not this module's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lwap.errors import ConfigError
+from lwap.train import outputs
+from lwap.train.config import TrainConfig
+from lwap.train.run import build_configured_model
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+    from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer.training_args import (
+        SentenceTransformerTrainingArguments,
+    )
+    from transformers import TrainerCallback
+
+    from lwap.train.callbacks import StopOnSignal, Timing
+    from lwap.train.losses import SimCSELoss
+
+# sentence-transformers' sampler names; length_grouped starts as the plain sampler and is replaced in
+# build_trainer, once the model's tokenizer can measure the examples (lwap.train.sampling)
+BATCH_SAMPLER_NAMES = {
+    "random": "batch_sampler",
+    "no_duplicates": "no_duplicates",
+    "length_grouped": "batch_sampler",
+}
+
+
+@dataclass
+class BuiltTrainer:
+    """What `build_trainer` assembled; `trainer.train()` runs it.
+
+    `stop` and `timing` are the callbacks a run reads afterwards: where a signal stopped it, and how long
+    the loop and its evaluations took (for sentences/second).
+    """
+
+    trainer: SentenceTransformerTrainer
+    model: SentenceTransformer
+    loss: SimCSELoss
+    evaluator: SentenceEvaluator | None
+    args: SentenceTransformerTrainingArguments
+    dataset: Dataset
+    out: Path
+    stop: StopOnSignal
+    timing: Timing
+
+
+def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any:
+    """sentence-transformers training arguments for `config` (creating them starts torch.distributed)."""
+    import torch
+    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+    from lwap.train.report import DEV_METRIC
+
+    t, e, o = config.training, config.eval, config.output
+    use_cpu = not torch.cuda.is_available()
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
+    evaluate = e.stsb_dev
+    try:
+        return SentenceTransformerTrainingArguments(
+            output_dir=str(out / outputs.CHECKPOINTS_DIR),
+            num_train_epochs=t.epochs,
+            max_steps=t.max_steps,
+            per_device_train_batch_size=t.per_device_batch_size,
+            per_device_eval_batch_size=e.batch_size,
+            learning_rate=t.learning_rate,
+            weight_decay=t.weight_decay,
+            warmup_steps=t.warmup_ratio,  # < 1 means a fraction of the total steps
+            lr_scheduler_type=t.lr_scheduler,
+            bf16=t.precision == "bf16",
+            use_cpu=use_cpu,
+            ddp_backend="gloo" if use_cpu and distributed else None,
+            seed=t.seed,
+            dataloader_drop_last=t.drop_last,
+            batch_sampler=BATCH_SAMPLER_NAMES[t.batch_sampler],
+            eval_strategy="steps" if evaluate else "no",
+            eval_steps=e.eval_steps,
+            eval_on_start=evaluate and e.before_training and not resuming,
+            save_strategy="steps",
+            save_steps=o.save_steps,
+            save_total_limit=o.save_total_limit,
+            load_best_model_at_end=e.keep_best,
+            metric_for_best_model=DEV_METRIC if evaluate else None,
+            greater_is_better=True,
+            logging_steps=t.logging_steps,
+            logging_first_step=True,
+            report_to="none",  # TensorBoard is added as a callback with a fixed folder (see build_trainer)
+            disable_tqdm=not t.progress_bar,
+        )
+    except ValueError as error:  # transformers' own consistency checks; ours run first, so this is rare
+        raise ConfigError(f"training settings rejected by transformers: {error}") from None
+
+
+def build_trainer(
+    config: TrainConfig,
+    out: Path,
+    *,
+    args: SentenceTransformerTrainingArguments | None = None,
+    dataset: Dataset | None = None,
+    callbacks: Sequence[TrainerCallback] = (),
+    checkpoints: bool = True,
+) -> BuiltTrainer:
+    """The `SentenceTransformerTrainer` that `lwap train` runs for `config`, writing logs into `out`.
+
+    `args` and `dataset` default to `training_arguments(config, out, resuming=False)` and the config's
+    training data; `lwap train` passes its own (built once, main process first). `callbacks` come after
+    lwap's own. `checkpoints=False` saves none at all, not even after the last step (which is then
+    evaluated only if it falls on `eval.eval_steps`): for timing the loop alone, as benchmarks/speed.py
+    does; it needs `eval.keep_best: false`, since keeping the best reloads a checkpoint.
+    """
+    from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
+    from torch.utils.tensorboard import SummaryWriter
+    from transformers import set_seed
+    from transformers.integrations import TensorBoardCallback
+    from transformers.trainer_utils import SaveStrategy
+
+    from lwap.train.callbacks import EvaluateAtEnd, MetricsCsv, StopOnSignal, Timing
+    from lwap.train.losses import SimCSELoss
+
+    if not checkpoints and config.eval.keep_best:
+        raise ValueError("checkpoints=False needs eval.keep_best: false (keeping the best reloads one)")
+    if args is None:
+        args = training_arguments(config, out, resuming=False)
+    if dataset is None:
+        from lwap.train.data import load_train_dataset
+
+        dataset = load_train_dataset(config.data, config.objective.name)
+    if config.training.keep_freed_memory:
+        from lwap.train.allocator import keep_freed_memory
+
+        keep_freed_memory()  # before the model and optimizer allocate
+    set_seed(config.training.seed)  # the new pooling head starts identical in every process and every run
+    model = build_configured_model(config.model)
+    loss = SimCSELoss(
+        model,
+        temperature=config.objective.temperature,
+        hard_negative_weight=config.objective.hard_negative_weight,
+        gather_across_devices=args.world_size > 1,
+    )
+    if config.training.attention != "sdpa" or config.training.fast_dropout:
+        from lwap.train.fast_dropout import configure_for_training
+
+        configure_for_training(model, config.training.attention, config.training.fast_dropout)
+    if config.training.batch_sampler == "length_grouped":
+        from lwap.train.sampling import LengthGroupedBatches, token_lengths
+
+        lengths = token_lengths(dataset, model.tokenizer, model.max_seq_length)
+        args.batch_sampler = LengthGroupedBatches(lengths, config.training.length_group_size)
+    evaluator = None
+    if config.eval.stsb_dev:
+        from lwap.eval.evaluators import stsb_evaluator
+        from lwap.model import inference_max_seq_length
+
+        # scored at the length the saved model will read (SimCSE evaluates without the training truncation)
+        evaluator = stsb_evaluator(
+            "dev", batch_size=config.eval.batch_size, max_seq_length=inference_max_seq_length(model)
+        )
+    from lwap.train.head_training import head_training_setup
+
+    stop, timing = StopOnSignal(), Timing()
+    own: list[Any] = [stop, timing]
+    if checkpoints:  # EvaluateAtEnd also checkpoints the last step
+        own.append(EvaluateAtEnd(evaluate=config.eval.stsb_dev))
+    own += head_training_setup(model, args, config.training)  # the head's lr, the backbone's warm-up
+    if args.process_index == 0:
+        own += [
+            MetricsCsv(out / outputs.METRICS_CSV),
+            TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(out / outputs.TENSORBOARD_DIR))),
+        ]
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        loss=loss,
+        evaluator=evaluator,
+        callbacks=own + list(callbacks),
+    )
+    if not checkpoints:
+        trainer.args.save_strategy = SaveStrategy.NO  # transformers' periodic and final saves
+    return BuiltTrainer(trainer, model, loss, evaluator, args, dataset, out, stop, timing)
