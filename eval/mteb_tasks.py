@@ -33,7 +33,7 @@ from sentence_transformers import SentenceTransformer
 from lwap.encoding import autocast
 from lwap.errors import ConfigError
 from lwap.eval.beir_data import BeirDataset
-from lwap.eval.search import MAIN_SEARCH_METRIC
+from lwap.eval.search import search_entry
 from lwap.eval.sts_data import StsPairs, StsTask
 from lwap.eval.sts_scoring import AGGREGATIONS
 
@@ -235,14 +235,6 @@ def _sts_entry(task: LocalSTSTask, subset_scores: list[dict], encoded: int) -> d
 
 def _search_entry(data: BeirDataset, subset_scores: list[dict]) -> dict:
     (row,) = subset_scores
-    entry = {ours: float(row[theirs]) * 100.0 for ours, theirs in MTEB_SEARCH_METRICS.items()}
-    entry.update(
-        score=entry[MAIN_SEARCH_METRIC],
-        queries=len(data.queries),
-        documents=len(data.corpus),
-        judgements=sum(len(d) for d in data.qrels.values()),
-        folder=data.folder,
-        split=data.split,
-        notes=data.notes,
+    return search_entry(
+        data, {ours: float(row[theirs]) * 100.0 for ours, theirs in MTEB_SEARCH_METRICS.items()}
     )
-    return entry

@@ -8,6 +8,8 @@ pytrec_eval. The two agree on binary datasets such as SciFact.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
@@ -63,13 +65,19 @@ def score_search(
         metrics = evaluator(model)
     prefix = f"{dataset.name}_cosine_"
     scores = {ours: float(metrics[prefix + theirs]) * 100.0 for ours, theirs in SEARCH_METRICS.items()}
-    scores.update(
-        score=scores[MAIN_SEARCH_METRIC],
-        queries=len(dataset.queries),
-        documents=len(dataset.corpus),
-        judgements=sum(len(d) for d in dataset.qrels.values()),
-        folder=dataset.folder,
-        split=dataset.split,
-        notes=dataset.notes,
-    )
-    return scores
+    return search_entry(dataset, scores)
+
+
+def search_entry(dataset: BeirDataset, scores: dict[str, float]) -> dict[str, Any]:
+    """One search task's results entry: the metrics (× 100), the main score and what was searched —
+    the same shape whichever engine (lwap's own, mteb) computed the metrics."""
+    return {
+        **scores,
+        "score": scores[MAIN_SEARCH_METRIC],
+        "queries": len(dataset.queries),
+        "documents": len(dataset.corpus),
+        "judgements": sum(len(d) for d in dataset.qrels.values()),
+        "folder": dataset.folder,
+        "split": dataset.split,
+        "notes": dataset.notes,
+    }
