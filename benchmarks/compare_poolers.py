@@ -319,10 +319,10 @@ def regime_section(
     backbone: str, regime: str, reference: dict[str, Any] | None, others: Sequence[dict[str, Any]] = ()
 ) -> list[str]:
     cells = load_cells(results_dir(backbone) / regime)
-    if not cells:
+    if not cells and not reference:
         return [f"_No cells of the `{regime}` regime yet._", ""]
     lines = [grid_status(regime, cells, backbone), ""]
-    budget = next(iter(cells.values()))[0].get("overrides", [])[2:]
+    budget = next(iter(cells.values()))[0].get("overrides", [])[2:] if cells else []
     if budget:
         listed = ", ".join(f"`{o}`" for o in budget)
         lines += [f"Settings beyond `{REGIMES[regime].relative_to(REPO)}`: {listed}", ""]
@@ -343,6 +343,13 @@ def regime_section(
         before = statistics.fmean(c["train"]["dev_spearman_before"] * 100 for c in runs)
         best = statistics.fmean(c["train"]["best_dev_spearman"] * 100 for c in runs)
         lines.append(f"| `{pooler}` | {len(runs)} | " + " | ".join(parts) + f" | {before:.1f} → {best:.1f} |")
+    if not cells:
+        return [
+            *lines,
+            "",
+            "_No trained cells of this regime yet: the rows above are the untouched backbone._",
+            "",
+        ]
     lines += ["", *variant_legend(cells, regime)]
     lines += [*against_untouched(cells, reference), *below_step_zero(cells), *verdicts(cells)]
     lines += [*variant_verdicts(cells), ""]
