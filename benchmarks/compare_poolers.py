@@ -546,6 +546,25 @@ def command_report(args: argparse.Namespace) -> None:
     print(f"wrote {args.output}")
 
 
+def command_attach_profiles(args: argparse.Namespace) -> None:
+    """Add the layer-attention profile to cells made before cells kept it, from the same run's
+    `lwap eval` output (WORK/<regime>/<cell>/eval/results.json) — nothing is re-run or re-scored."""
+    work = Path(args.work_dir).resolve()
+    if args.backbone != BACKBONE:
+        work = work / "backbones" / backbone_name(args.backbone)
+    for regime in REGIMES:
+        for path in sorted((results_dir(args.backbone) / regime).glob("*.json")):
+            cell = json.loads(path.read_text(encoding="utf-8"))
+            results = work / regime / path.stem / "eval" / "results.json"
+            if cell.get("layer_attention") or not results.is_file():
+                continue
+            profile = layer_attention(json.loads(results.read_text(encoding="utf-8")))
+            if profile:
+                cell.update(profile)
+                path.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
+                print(f"attached the layer-attention profile to {path}")
+
+
 FIGURE_ROWS = ("lwap", "lwap-native")  # the attention profiles drawn, where a backbone has their cells
 
 
@@ -645,6 +664,12 @@ def main() -> None:
     report = commands.add_parser("report", help="write docs/RESULTS.md from the cell files")
     report.add_argument("--output", default=str(REPO / "docs" / "RESULTS.md"))
     report.set_defaults(func=command_report)
+    attach = commands.add_parser(
+        "attach-profiles", help="add LWAP profiles to older cells from their eval output"
+    )
+    attach.add_argument("--work-dir", default=str(REPO / "outputs" / "compare"))
+    attach.add_argument("--backbone", default=BACKBONE)
+    attach.set_defaults(func=command_attach_profiles)
     figure = commands.add_parser("figure", help="draw docs/layer_attention.png from the cell files")
     figure.add_argument("--output", default=str(REPO / "docs" / "layer_attention.png"))
     figure.set_defaults(func=command_figure)
