@@ -301,7 +301,12 @@ def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]], backbone: s
     """How much of the planned grid (every pooler × seeds 0, 1, 2) is done, and its cost per cell."""
     done = sum(len(runs) for pooler, runs in cells.items() if pooler in POOLERS)
     planned = len(POOLERS) * len(PLANNED_SEEDS)
-    minutes = [(c["train_wall_seconds"] + c["eval_wall_seconds"]) / 60 for r in cells.values() for c in r]
+    minutes = [
+        (c["train_wall_seconds"] + c["eval_wall_seconds"]) / 60
+        for pooler, runs in cells.items()
+        if pooler in POOLERS
+        for c in runs
+    ]
     status = f"Grid: {done} of {planned} planned cells ({len(POOLERS)} poolers × seeds "
     status += ", ".join(map(str, PLANNED_SEEDS)) + ")"
     if minutes:
