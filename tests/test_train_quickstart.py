@@ -35,7 +35,10 @@ def test_quickstart_config_end_to_end(tmp_path: Path) -> None:
     assert summary["steps"] == summary["max_steps"] == 250
     assert summary["dev_spearman_before"] == pytest.approx(before, abs=1e-4)
     assert summary["final_model_dev_spearman"] == pytest.approx(after, abs=1e-4)
-    assert after > before + 0.01  # the randomly initialised LWAP head learns
+    # native start: step 0 is the backbone's own sentence vector (all-MiniLM-L6-v2 scores 0.867 on STS-B
+    # dev with its mean pooling), and the kept model ends above it
+    assert before == pytest.approx(0.8673, abs=0.002)
+    assert after > before
     assert (out / "training_curves.png").is_file()
 
     from sentence_transformers import SentenceTransformer
