@@ -68,6 +68,48 @@ def test_report_states_spread_verdicts_and_lists_every_run(
     assert text.count("| unsup | `") == 9  # every run appears in the last table
 
 
+def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = load_script()
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    for seed in range(3):
+        write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
+        write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0)
+        write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 80.5 + 0.1 * seed, 65.5)
+    write_cell(tmp_path / "cells/unsup", "lwap-all", 0, 79.0, 64.0)
+    out = tmp_path / "RESULTS.md"
+    script.command_report(type("Args", (), {"output": str(out)})())
+    text = out.read_text(encoding="utf-8")
+    assert "Grid: 6 of 18 planned cells" in text  # variants are extra rows, not grid cells
+    assert "| `lwap-native` | 3 | 80.60 ± 0.10 |" in text
+    assert "- `lwap-native`: `model.lwap_start=native`" in text
+    assert "- `lwap-all`: `model.lwap_start=native`, `training.head_learning_rate_multiplier=10`, " in text
+    assert "`training.head_warmup_steps=50`" in text  # the unsupervised regime's warm-up
+    assert "`lwap-native` − `mean` = +1.00 (**larger than the seed spread**" in text
+    assert "**Target met.**" in text  # all cells share one dev score: the first variant is the best
+
+
+def test_attach_profiles_reads_the_cells_own_eval_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = load_script()
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    write_cell(tmp_path / "cells/unsup", "lwap", 0, 76.0, 57.0)
+    profile = {"layers": [0, 1, 2], "sentences": 10, "mean_attention": [0.2, 0.3, 0.5], "query_by_key": []}
+    results = tmp_path / "work/unsup/lwap-seed0/eval/results.json"
+    results.parent.mkdir(parents=True)
+    results.write_text(json.dumps({"layer_attention": profile}), encoding="utf-8")
+    args = type("Args", (), {"work_dir": str(tmp_path / "work"), "backbone": script.BACKBONE})()
+    script.command_attach_profiles(args)
+    cell = json.loads((tmp_path / "cells/unsup/lwap-seed0.json").read_text(encoding="utf-8"))
+    assert cell["layer_attention"] == {
+        "layers": [0, 1, 2],
+        "sentences": 10,
+        "mean_attention": [0.2, 0.3, 0.5],
+    }
+
+
 @pytest.mark.slow
 def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
