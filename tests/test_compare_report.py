@@ -130,6 +130,7 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
 
     script = load_script()
     monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    monkeypatch.setattr(script, "UNTOUCHED_POOLINGS", ("mean", "cls"))  # first_last_avg: one more eval alike
     monkeypatch.setenv("LWAP_DATA_DIR", str(REPO.parent / "shared" / "data"))
     budget = ["training.max_steps=2", "eval.eval_steps=2", "output.save_steps=2", "data.max_examples=128"]
     args = {"regime": "unsup", "seeds": [0], "poolers": ["lwap"], "work_dir": str(tmp_path / "work")}
@@ -152,6 +153,7 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     script.command_report(type("Args", (), {"output": str(out)})())
     text = out.read_text(encoding="utf-8")
     assert "## mlm-only-bert: Unsupervised SimCSE" in text
+    assert "| untouched backbone (cls, no training) | – |" in text  # a plain encoder's last [CLS] row
     assert "`training.max_steps=2`" in text
     assert f"--regime unsup --backbone {backbone}` continues it" in text
     assert "| mlm-only-bert | unsup | `lwap` | 0 | 2 |" in text
