@@ -60,6 +60,8 @@ def test_config_builds_with_tiny_backbone(path: Path, tiny_bert: Path) -> None:
     from lwap.train.run import build_configured_model
 
     config = load_config(path, [f"model.backbone={tiny_bert}"])
+    if config.model.lwap_start == "native":  # the tiny BERT is a plain encoder: no pooling of its own
+        config = load_config(path, [f"model.backbone={tiny_bert}", "model.native_pooling=mean"])
     m = config.model
     model = build_configured_model(m)
     loss = SimCSELoss(model, config.objective.temperature, config.objective.hard_negative_weight)
