@@ -214,10 +214,15 @@ def untouched_model(backbone: str, work: Path, pooling: str = "mean") -> str:
     local = Path(backbone) if Path(backbone).exists() else Path(resolve_backbone(backbone))
     if (local / "modules.json").is_file() and pooling == "mean":
         return backbone
-    folder = work / ("untouched" if pooling == "mean" else f"untouched-{pooling}") / "model"
+    folder = work / untouched_name(pooling) / "model"
     if not (folder / "modules.json").is_file():
         build_model(backbone, pooling=pooling).save(str(folder))
     return str(folder)
+
+
+def untouched_name(pooling: str) -> str:
+    """The work folder of an untouched row (mean keeps the name it had before the other rows existed)."""
+    return "untouched" if pooling == "mean" else f"untouched-{pooling}"
 
 
 def reference_file(backbone: str, pooling: str = "mean") -> Path:
@@ -236,7 +241,7 @@ def run_reference(work: Path, backbone: str) -> None:
             continue
         cell_file.parent.mkdir(parents=True, exist_ok=True)
         tick = time.perf_counter()
-        name = "untouched" if pooling == "mean" else f"untouched-{pooling}"
+        name = untouched_name(pooling)
         model = untouched_model(backbone, work, pooling)
         results = evaluate(model, work / name / "eval", work / f"{name}.log")
         cell = {

@@ -33,6 +33,12 @@ def head_learning_rate_mapping(model: Any, learning_rate: float, multiplier: flo
     return {rf"^model\.({'|'.join(map(str, indices))})\.": learning_rate * multiplier}
 
 
+def head_learning_rate(args: Any) -> float | None:
+    """The head's learning rate as the optimizer gets it (from `args.learning_rate_mapping`), or None
+    when the head trains at the base rate."""
+    return next(iter(args.learning_rate_mapping.values()), None) if args.learning_rate_mapping else None
+
+
 def head_training_setup(model: Any, args: Any, training: Any) -> list[Any]:
     """Apply the config's head learning rate to `args`; return the warm-up callback (if any)."""
     from lwap.errors import ConfigError

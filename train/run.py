@@ -115,8 +115,10 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
     processes = f" in {args.world_size} processes" if args.world_size > 1 else ""
     resumed = f"; resuming from {resume_from}" if resume_from else ""
     t = config.training
-    head_lr = t.learning_rate * t.head_learning_rate_multiplier
-    head = f"; head lr {head_lr:g}" if args.learning_rate_mapping else ""
+    from lwap.train.head_training import head_learning_rate  # imports transformers: not at start-up
+
+    head_lr = head_learning_rate(args)
+    head = f"; head lr {head_lr:g}" if head_lr is not None else ""
     head += f", backbone frozen for {t.head_warmup_steps} steps" if t.head_warmup_steps else ""
     start = f" (start: {config.model.lwap_start})" if config.model.pooling == "lwap" else ""
     print(
@@ -149,6 +151,7 @@ def _summary(
     import transformers
 
     import lwap
+    from lwap.train.head_training import head_learning_rate
     from lwap.train.report import dev_scores
 
     state = trainer.state
@@ -174,11 +177,7 @@ def _summary(
         "processes": args.world_size,
         "precision": config.training.precision,
         "learning_rate": config.training.learning_rate,
-        "head_learning_rate": (
-            config.training.learning_rate * config.training.head_learning_rate_multiplier
-            if args.learning_rate_mapping
-            else None
-        ),
+        "head_learning_rate": head_learning_rate(args),
         "head_warmup_steps": config.training.head_warmup_steps,
         "resumed_from": str(resume_from) if resume_from else None,
         "dev_spearman_before": before,
