@@ -150,6 +150,16 @@ def check_same_budget(folder: Path, shared: list[str]) -> None:
             )
 
 
+def restart_flags(out: Path) -> list[str]:
+    """How a cell's training starts: a stopped cell resumes from its last complete checkpoint; one stopped
+    before any checkpoint was complete (its folder holds only logs) starts over."""
+    from lwap.train.outputs import latest_complete_checkpoint
+
+    if latest_complete_checkpoint(out):
+        return ["--resume"]
+    return ["--overwrite"] if out.exists() else []
+
+
 def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, extra: list[str]) -> bool:
     """Train and evaluate one cell unless its file exists; True when it ran."""
     folder = results_dir(backbone) / regime
@@ -168,11 +178,10 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
     print(f"[run ] {regime} {pooler} seed {seed} -> {out}", flush=True)
     started = time.perf_counter()
     if not (out / "model" / "modules.json").is_file():
-        resume = (
-            ["--resume"] if (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()) else []
-        )
         command = [sys.executable, "-m", "lwap", "train", str(REGIMES[regime].relative_to(REPO))]
-        run_logged([*command, *(a for o in [*variant, *overrides] for a in ("--set", o)), *resume], log)
+        run_logged(
+            [*command, *(a for o in [*variant, *overrides] for a in ("--set", o)), *restart_flags(out)], log
+        )
     train_seconds = time.perf_counter() - started
     summary = json.loads((out / "train_summary.json").read_text(encoding="utf-8"))
     tick = time.perf_counter()

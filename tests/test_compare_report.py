@@ -157,3 +157,19 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     assert "`training.max_steps=2`" in text
     assert f"--regime unsup --backbone {backbone}` continues it" in text
     assert "| mlm-only-bert | unsup | `lwap` | 0 | 2 |" in text
+
+
+def test_a_stopped_cell_resumes_only_from_a_complete_checkpoint(tmp_path: Path) -> None:
+    """A cell stopped before its first checkpoint (only logs in checkpoints/) must start over, not fail
+    with `--resume: no complete checkpoint` (as a grid did); one with a complete checkpoint resumes."""
+    script = load_script()
+    out = tmp_path / "lwap-seed0"
+    assert script.restart_flags(out) == []
+    (out / "checkpoints" / "eval").mkdir(parents=True)
+    assert script.restart_flags(out) == ["--overwrite"]
+    partial = out / "checkpoints" / "checkpoint-50"
+    partial.mkdir()
+    (partial / "modules.json").write_text("[]", encoding="utf-8")
+    assert script.restart_flags(out) == ["--overwrite"]  # no trainer_state.json yet: incomplete
+    (partial / "trainer_state.json").write_text(json.dumps({"global_step": 50}), encoding="utf-8")
+    assert script.restart_flags(out) == ["--resume"]
