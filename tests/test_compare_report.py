@@ -90,6 +90,33 @@ def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(
     assert "**Target met.**" in text  # all cells share one dev score: the first variant is the best
 
 
+def test_a_missed_variant_target_says_why_with_the_attention_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = load_script()
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    for seed in range(3):
+        write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
+        write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 79.6, 65.5)
+        path = tmp_path / f"cells/unsup/lwap-native-seed{seed}.json"
+        cell = json.loads(path.read_text(encoding="utf-8"))
+        cell["layer_attention"] = {
+            "layers": [0, 1, 2, 3],
+            "sentences": 5,
+            "mean_attention": [0.2, 0.25, 0.25, 0.3],
+        }
+        path.write_text(json.dumps(cell), encoding="utf-8")
+    out = tmp_path / "RESULTS.md"
+    script.command_report(type("Args", (), {"output": str(out)})())
+    text = out.read_text(encoding="utf-8")
+    assert (
+        "**Target not met**: no variant beats `mean` as asked "
+        "(needed: more than the summed seed spreads, 0.10" in text
+    )
+    assert "Training added +4.00 STS-B dev points" in text  # 0.80 -> 0.84 in every written cell
+    assert "runs from 0.200 to 0.300 against a uniform 0.250: the head learned almost no preference" in text
+
+
 def test_attach_profiles_reads_the_cells_own_eval_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
