@@ -103,8 +103,8 @@ def run_logged(command: list[str], log: Path) -> None:
         sys.exit(f"command failed (exit {result.returncode}); see {log}: {' '.join(command)}")
 
 
-def evaluate(model: str, out: Path, log: Path) -> dict[str, Any]:
-    command = [sys.executable, "-m", "lwap", "eval", model, "--tasks", "all", "--output", str(out)]
+def evaluate(model: str, out: Path, log: Path, tasks: str = "all") -> dict[str, Any]:
+    command = [sys.executable, "-m", "lwap", "eval", model, "--tasks", tasks, "--output", str(out)]
     options = ["--precision", EVAL_PRECISION, "--max-seq-length", str(EVAL_MAX_SEQ_LENGTH), "--no-progress"]
     run_logged([*command, *options], log)
     return json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -637,6 +637,53 @@ def command_attach_profiles(args: argparse.Namespace) -> None:
                 print(f"attached the layer-attention profile to {path}")
 
 
+def command_reprofile(args: argparse.Namespace) -> None:
+    """Profiles for `lwap` cells made before cells kept one and whose eval output is gone: retrain each
+    such cell (its config, overrides and seed, at this commit) and measure the layer attention on STS-B
+    test with the grid's evaluation settings. The cell's scores stay its own; the retrained run's STS-B
+    dev and test scores are stored beside the profile, so anyone can see how closely the retrain
+    reproduced the cell (same data order and seed; kernels may differ slightly between commits)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work_dir).resolve()
+    if args.backbone != BACKBONE:
+        work = work / "backbones" / backbone_name(args.backbone)
+    for regime in args.regimes:
+        for seed in args.seeds:
+            path = results_dir(args.backbone) / regime / f"lwap-seed{seed}.json"
+            if not path.is_file():
+                continue
+            cell = json.loads(path.read_text(encoding="utf-8"))
+            if cell.get("layer_attention"):
+                continue
+            out = work / regime / f"{path.stem}-reprofile"
+            log = out.parent / f"{out.name}.log"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            print(f"[run ] retraining {regime} lwap seed {seed} for its profile -> {out}", flush=True)
+            if not (out / "model" / "modules.json").is_file():
+                command = [sys.executable, "-m", "lwap", "train", cell["config"]]
+                overrides = [*cell.get("variant", []), *cell["overrides"], f"output.dir={out}"]
+                run_logged(
+                    [*command, *(a for o in overrides for a in ("--set", o)), *restart_flags(out)], log
+                )
+            summary = json.loads((out / "train_summary.json").read_text(encoding="utf-8"))
+            results = evaluate(str(out / "model"), out / "eval", log, tasks="stsb")
+            cell.update(layer_attention(results))
+            cell["layer_attention_source"] = {
+                "retrained_at_commit": commit(),
+                "retrained_best_dev_spearman": summary.get("best_dev_spearman"),
+                "cell_best_dev_spearman": cell["train"]["best_dev_spearman"],
+                "retrained_stsb": results["sts"]["stsb"]["score"],
+                "cell_stsb": cell["scores"]["stsb"],
+            }
+            path.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
+            source = cell["layer_attention_source"]
+            print(
+                f"[ok  ] profile attached to {path}; STS-B test {source['retrained_stsb']:.2f} retrained, "
+                f"{source['cell_stsb']:.2f} in the cell",
+                flush=True,
+            )
+
+
 FIGURE_ROWS = ("lwap", "lwap-native")  # the attention profiles drawn, where a backbone has their cells
 
 
@@ -660,7 +707,9 @@ def command_figure(args: argparse.Namespace) -> None:
                         statistics.fmean(v)
                         for v in zip(*(c["layer_attention"]["mean_attention"] for c in runs), strict=True)
                     ]
-                    series.append((f"{backbone_name(backbone)} · {row} ({len(runs)} seeds)", profile))
+                    retrained = " retrained" if any(c.get("layer_attention_source") for c in runs) else ""
+                    label = f"{backbone_name(backbone)} · {row} ({len(runs)} seeds{retrained})"
+                    series.append((label, profile))
         width = 0.8 / max(len(series), 1)
         for i, (label, profile) in enumerate(series):
             x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(profile))]
@@ -742,6 +791,15 @@ def main() -> None:
     attach.add_argument("--work-dir", default=str(REPO / "outputs" / "compare"))
     attach.add_argument("--backbone", default=BACKBONE)
     attach.set_defaults(func=command_attach_profiles)
+    reprofile = commands.add_parser(
+        "reprofile",
+        help="retrain `lwap` cells without a profile (and without their eval output) to measure it",
+    )
+    reprofile.add_argument("--regimes", nargs="+", choices=tuple(REGIMES), default=list(REGIMES))
+    reprofile.add_argument("--seeds", type=int, nargs="+", default=list(PLANNED_SEEDS))
+    reprofile.add_argument("--work-dir", default=str(REPO / "outputs" / "compare"))
+    reprofile.add_argument("--backbone", default=BACKBONE)
+    reprofile.set_defaults(func=command_reprofile)
     figure = commands.add_parser("figure", help="draw docs/layer_attention.png from the cell files")
     figure.add_argument("--output", default=str(REPO / "docs" / "layer_attention.png"))
     figure.set_defaults(func=command_figure)

@@ -22,7 +22,9 @@ def load_script() -> ModuleType:
     return module
 
 
-def write_cell(folder: Path, pooler: str, seed: int, avg: float, scifact: float) -> None:
+def write_cell(
+    folder: Path, pooler: str, seed: int, avg: float, scifact: float, extra: dict | None = None
+) -> None:
     scores = {task: avg for task in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")}
     scores |= {f"{task}_wmean": avg - 1 for task in list(scores)}
     scores |= {"avg_all": avg, "avg_wmean": avg - 1, "scifact_ndcg@10": scifact}
@@ -35,6 +37,7 @@ def write_cell(folder: Path, pooler: str, seed: int, avg: float, scifact: float)
         "eval_wall_seconds": 50.0,
         "train": {"steps": 200, "dev_spearman_before": 0.80, "best_dev_spearman": 0.84, "best_step": 150},
         "scores": scores,
+        **(extra or {}),
     }
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{pooler}-seed{seed}.json").write_text(json.dumps(cell), encoding="utf-8")
@@ -68,6 +71,13 @@ def test_report_states_spread_verdicts_and_lists_every_run(
     assert text.count("| unsup | `") == 9  # every run appears in the last table
 
 
+def report_text(script: ModuleType, tmp_path: Path) -> str:
+    """Run `report` into tmp_path and return what it wrote."""
+    out = tmp_path / "RESULTS.md"
+    script.command_report(type("Args", (), {"output": str(out)})())
+    return out.read_text(encoding="utf-8")
+
+
 def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,9 +88,7 @@ def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(
         write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0)
         write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 80.5 + 0.1 * seed, 65.5)
     write_cell(tmp_path / "cells/unsup", "lwap-all", 0, 79.0, 64.0)
-    out = tmp_path / "RESULTS.md"
-    script.command_report(type("Args", (), {"output": str(out)})())
-    text = out.read_text(encoding="utf-8")
+    text = report_text(script, tmp_path)
     assert "Grid: 6 of 18 planned cells" in text  # variants are extra rows, not grid cells
     assert "| `lwap-native` | 3 | 80.60 ± 0.10 |" in text
     assert "- `lwap-native`: `model.lwap_start=native`" in text
@@ -95,20 +103,11 @@ def test_a_missed_variant_target_says_why_with_the_attention_profile(
 ) -> None:
     script = load_script()
     monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    profile = {"layers": [0, 1, 2, 3], "sentences": 5, "mean_attention": [0.2, 0.25, 0.25, 0.3]}
     for seed in range(3):
         write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
-        write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 79.6, 65.5)
-        path = tmp_path / f"cells/unsup/lwap-native-seed{seed}.json"
-        cell = json.loads(path.read_text(encoding="utf-8"))
-        cell["layer_attention"] = {
-            "layers": [0, 1, 2, 3],
-            "sentences": 5,
-            "mean_attention": [0.2, 0.25, 0.25, 0.3],
-        }
-        path.write_text(json.dumps(cell), encoding="utf-8")
-    out = tmp_path / "RESULTS.md"
-    script.command_report(type("Args", (), {"output": str(out)})())
-    text = out.read_text(encoding="utf-8")
+        write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 79.6, 65.5, {"layer_attention": profile})
+    text = report_text(script, tmp_path)
     assert (
         "**Target not met**: no variant beats `mean` as asked "
         "(needed: more than the summed seed spreads, 0.10" in text
@@ -171,6 +170,18 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     reference = json.loads((grid / "untouched-backbone.json").read_text(encoding="utf-8"))
     assert 0 <= reference["scores"]["avg_all"] <= 100
     assert (tmp_path / "work/backbones/mlm-only-bert/untouched/model/modules.json").is_file()
+
+    # a cell without its profile and without its eval output: `reprofile` retrains it (same commit here,
+    # so the retrain must reproduce the cell's dev score exactly) and attaches the STS-B test profile
+    assert len(cell.pop("layer_attention")["mean_attention"]) == 4  # 3 layers + the embedding output
+    (grid / "unsup/lwap-seed0.json").write_text(json.dumps(cell), encoding="utf-8")
+    reprofile = {"regimes": ["unsup"], "seeds": [0], "work_dir": str(tmp_path / "work")}
+    script.command_reprofile(type("Args", (), {**reprofile, "backbone": str(backbone)})())
+    cell = json.loads((grid / "unsup/lwap-seed0.json").read_text(encoding="utf-8"))
+    assert len(cell["layer_attention"]["mean_attention"]) == 4
+    source = cell["layer_attention_source"]
+    assert source["retrained_best_dev_spearman"] == source["cell_best_dev_spearman"]
+    assert source["retrained_stsb"] == pytest.approx(source["cell_stsb"], abs=1e-6)
 
     with pytest.raises(SystemExit, match="one grid must share one budget"):
         other = {**args, "poolers": ["cls"], "backbone": str(backbone), "set": budget[:1]}
