@@ -114,6 +114,12 @@ def test_a_missed_variant_target_says_why_with_the_attention_profile(
     )
     assert "Training added +4.00 STS-B dev points" in text  # 0.80 -> 0.84 in every written cell
     assert "runs from 0.200 to 0.300 against a uniform 0.250: the head learned almost no preference" in text
+    assert "Not counted" not in text
+
+    write_cell(tmp_path / "cells/unsup", "lwap-headlr", 0, 85.0, 70.0)  # one seed: not yet a candidate
+    text = report_text(script, tmp_path)
+    assert "Best variant by STS-B dev: `lwap-native`" in text
+    assert "Not counted until their seeds are complete: `lwap-headlr` (1 of 3 seeds)." in text
 
 
 def test_attach_profiles_reads_the_cells_own_eval_output(
