@@ -217,3 +217,50 @@ def test_a_stopped_cell_resumes_only_from_a_complete_checkpoint(tmp_path: Path) 
     assert script.restart_flags(out) == ["--overwrite"]  # no trainer_state.json yet: incomplete
     (partial / "trainer_state.json").write_text(json.dumps({"global_step": 50}), encoding="utf-8")
     assert script.restart_flags(out) == ["--resume"]
+
+
+def write_untouched(folder: Path, pooling: str, avg: float, backbone: str) -> None:
+    name = "untouched-backbone.json" if pooling == "mean" else f"untouched-{pooling}.json"
+    scores = {"avg_all": avg, "avg_wmean": avg, "scifact_ndcg@10": 20.0}
+    scores |= {task: avg for task in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")}
+    cell = {"backbone": backbone, "pooling": pooling, "scores": scores}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(cell), encoding="utf-8")
+
+
+def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an MLM-only backbone: each trained pooling against the same pooling untouched (does plain
+    SimCSE gain under this budget?), and where `lwap` ranks, with its gap to `cls` (the paper's claim)."""
+    script = load_script()
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    grid = tmp_path / "cells/backbones/mlm"
+    for pooling, avg in (("mean", 65.0), ("cls", 71.0), ("first_last_avg", 62.0)):
+        write_untouched(grid, pooling, avg, "../models/mlm")
+    for seed in range(3):
+        write_cell(grid / "unsup", "cls", seed, 75.0 + 0.1 * seed, 40.0, {"backbone": "../models/mlm"})
+        write_cell(grid / "unsup", "lwap", seed, 76.0 + 0.1 * seed, 45.0, {"backbone": "../models/mlm"})
+        write_cell(grid / "unsup", "first_last_avg", seed, 62.0 + seed, 30.0, {"backbone": "../models/mlm"})
+    write_cell(grid / "unsup", "mean", 0, 74.0, 50.0, {"backbone": "../models/mlm"})
+    text = report_text(script, tmp_path)
+    section = text.split("## mlm: Unsupervised")[1].split("## mlm: Supervised")[0]
+    assert "In short (not every pooler has all its seeds yet: provisional):" in section
+    assert "- Avg. (all): `lwap` ranks 1 of 4 (`lwap` 76.10 > `cls` 75.10 > `mean` 74.00 > " in section
+    assert "- SciFact nDCG@10: `lwap` ranks 2 of 4 (`mean` 50.00 > `lwap` 45.00 > " in section
+    assert (
+        "`cls` (the paper's baseline), Avg. (all): `lwap` − `cls` = +1.00 (**larger than the seed" in section
+    )
+    assert (
+        "- `cls`: 71.00 untouched → 75.10 trained (+4.10; **larger than** its seed spread, 0.10)." in section
+    )
+    assert "- `mean`: 65.00 untouched → 74.00 trained (+9.00; one seed: spread unknown)." in section
+    assert (
+        "- `first_last_avg`: 62.00 untouched → 63.00 trained (+1.00; not larger than its seed spread, 1.00)"
+        in section
+    )
+    # the default backbone (no untouched cls row) gets no budget check
+    write_cell(tmp_path / "cells/unsup", "cls", 0, 75.0, 40.0)
+    write_cell(tmp_path / "cells/unsup", "lwap", 0, 74.0, 40.0)
+    default = report_text(script, tmp_path).split("## mlm: Unsupervised")[0]
+    assert "Budget check" not in default and "`lwap` ranks 2 of 2" in default
