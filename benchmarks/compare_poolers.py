@@ -391,7 +391,9 @@ def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     if "cls" in cells:
         base, other = ([c["scores"]["avg_all"] for c in cells[p]] for p in ("lwap", "cls"))
         out.append(
-            "- Against `cls` (the paper's baseline), Avg. (all): " + difference("lwap", "cls", base, other)
+            "- Against `cls` (the paper's baseline), Avg. (all): "
+            + difference("lwap", "cls", base, other)
+            + "."
         )
     seeds = sorted({len(cells[p]) for p in poolers})
     caveat = "" if seeds == [len(PLANNED_SEEDS)] else " (not every pooler has all its seeds yet: provisional)"
