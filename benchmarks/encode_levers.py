@@ -1,0 +1,141 @@
+"""Encoding levers for a saved lwap model, each against plain `model.encode` at the same precision.
+
+    python benchmarks/encode_levers.py [--sentences 3000] [--rounds 3] [--out FILE.json]
+
+Issue 15's first probe: which inference changes pay on this CPU before any of them becomes an `lwap
+encode` flag. Setups (all the LWAP model of the speed benchmark: packaged all-MiniLM-L6-v2, untrained
+head, batch 64, max length 32, the first Wikipedia sentences of the mirror):
+
+  fp32                   plain `model.encode` (the fp32 reference)
+  fp32 compiled          the backbone's forward through `torch.compile(dynamic=True)` (inductor, C++)
+  bf16 autocast          what `lwap encode --precision bf16` does today (fp32 weights, autocast)
+  bf16 weights           the whole model cast to bf16 (no per-op casts), no autocast
+  bf16 weights eager     the same with eager attention instead of SDPA
+  bf16 weights compiled  the same with the compiled forward
+
+The rounds interleave the setups (order reversed every other round), so load changes slow all alike; the
+figure is sentences/s over the median round. Agreement: the lowest cosine of any sentence against the fp32
+reference over every STS-B test sentence, and the STS-B test Spearman of each setup. Run it alone on the
+machine (speed figures from a busy machine are not figures). sentence-transformers calls the backbone's
+`forward` method directly, so compiling the module object (`torch.compile(module)`) would be bypassed:
+the forward method itself is compiled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from speedbench.machine import busy_cores
+from speedbench.settings import BACKBONE, BATCH, MAX_LENGTH, read_sentences
+
+SETUPS = (
+    "fp32",
+    "fp32 compiled",
+    "bf16 autocast",
+    "bf16 weights",
+    "bf16 weights eager",
+    "bf16 weights compiled",
+)
+
+
+def build(setup: str, state: dict[str, torch.Tensor]) -> Any:
+    """The LWAP model (weights `state`) as one setup runs it."""
+    from lwap import build_model
+
+    model = build_model(BACKBONE, "lwap", max_seq_length=MAX_LENGTH).eval()
+    model.load_state_dict(state)
+    backbone = model[0].auto_model
+    if "eager" in setup:
+        backbone.set_attn_implementation("eager")
+    if "bf16 weights" in setup:
+        model.to(torch.bfloat16)
+    if "compiled" in setup:
+        backbone.forward = torch.compile(backbone.forward, dynamic=True)
+    return model
+
+
+def encode(model: Any, setup: str, sentences: list[str]) -> torch.Tensor:
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=setup == "bf16 autocast")
+    with autocast, torch.inference_mode():
+        out = model.encode(sentences, batch_size=BATCH, convert_to_tensor=True)
+    return out.float()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "encode-levers.json"))
+    args = parser.parse_args()
+
+    from lwap import build_model
+    from lwap.eval.sts_data import load_stsb
+    from lwap.eval.sts_scoring import spearman_x100
+
+    sentences = read_sentences(args.sentences)
+    stsb = load_stsb("test")
+    stsb_sentences = sorted(set(stsb.sentences1) | set(stsb.sentences2))
+    torch.manual_seed(0)
+    state = build_model(BACKBONE, "lwap", max_seq_length=MAX_LENGTH).state_dict()
+    busy = busy_cores()
+    models, compile_seconds, agreement = {}, {}, {}
+    reference: torch.Tensor | None = None
+    for setup in SETUPS:
+        models[setup] = build(setup, state)
+        start = time.perf_counter()
+        embeddings = encode(models[setup], setup, stsb_sentences)  # compiles here, where it compiles
+        compile_seconds[setup] = round(time.perf_counter() - start, 1)
+        if reference is None:
+            reference = embeddings
+        index = {s: i for i, s in enumerate(stsb_sentences)}
+        a = embeddings[[index[s] for s in stsb.sentences1]]
+        b = embeddings[[index[s] for s in stsb.sentences2]]
+        agreement[setup] = {
+            "min_cosine_to_fp32": torch.nn.functional.cosine_similarity(embeddings, reference).min().item(),
+            "stsb_test": spearman_x100(torch.nn.functional.cosine_similarity(a, b).tolist(), stsb.scores),
+        }
+        print(f"{setup}: first pass over STS-B test {compile_seconds[setup]} s", flush=True)
+    seconds: dict[str, list[float]] = {setup: [] for setup in SETUPS}
+    for r in range(args.rounds):
+        for setup in SETUPS if r % 2 == 0 else SETUPS[::-1]:
+            start = time.perf_counter()
+            encode(models[setup], setup, sentences)
+            seconds[setup].append(time.perf_counter() - start)
+    rows = {}
+    for setup in SETUPS:
+        rate = len(sentences) / statistics.median(seconds[setup])
+        base = "fp32" if setup.startswith("fp32") else "bf16 autocast"
+        rows[setup] = {
+            "sentences_per_s": rate,
+            "against_plain": rate / (len(sentences) / statistics.median(seconds[base])),
+            "seconds": seconds[setup],
+            "first_pass_seconds": compile_seconds[setup],
+            **agreement[setup],
+        }
+        print(
+            f"{setup:24s} {rate:7.1f} sent/s  {rows[setup]['against_plain']:.2f}× plain  "
+            f"min cos {agreement[setup]['min_cosine_to_fp32']:.5f}  STS-B {agreement[setup]['stsb_test']:.2f}"
+        )
+    result = {
+        "command": "python benchmarks/encode_levers.py " + " ".join(sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "busy_cores_before": busy,
+        "threads": torch.get_num_threads(),
+        "sentences": len(sentences),
+        "rounds": args.rounds,
+        "setups": rows,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
