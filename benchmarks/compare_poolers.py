@@ -9,8 +9,10 @@ A *cell* is one (regime, pooler, seed): `lwap train configs/compare/<regime>-min
 model.pooling, training.seed and output.dir changed, then `lwap eval` of the saved model on the 7 STS tasks
 and SciFact. Each finished cell is written to benchmarks/results/compare/<regime>/<pooler>-seed<S>.json
 (config, seed, commit, wall times, every score) and skipped on the next run, so an interrupted grid resumes
-where it stopped (a half-trained cell resumes from its last checkpoint). The untouched backbone (its own
-mean pooling, no training) is evaluated once as a reference row. Models and checkpoints go to the work
+where it stopped (a half-trained cell resumes from its last checkpoint). Several `run` processes may share
+one grid (say one per core, each with OMP_NUM_THREADS=1): each claims a cell with a lock file beside its
+work folder and skips cells that another live process holds. The untouched backbone (its own mean
+pooling, no training) is evaluated once as a reference row. Models and checkpoints go to the work
 folder (default outputs/compare, not tracked); the cell files are small and tracked.
 
 The packaged all-MiniLM-L6-v2 is the default backbone. `--backbone` runs the same grid on another one (an
@@ -23,13 +25,14 @@ whose settings differ from the cells already in that grid.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,13 +163,65 @@ def restart_flags(out: Path) -> list[str]:
     return ["--overwrite"] if out.exists() else []
 
 
+def lock_owner_alive(lock: Path) -> bool:
+    """Whether the process named in a cell's lock file still runs (an unreadable lock counts as held)."""
+    try:
+        os.kill(int(lock.read_text(encoding="utf-8")), 0)
+    except ValueError:  # empty: its owner has created it and not yet written its pid
+        return True
+    except PermissionError:  # a live process of another user
+        return True
+    except OSError:  # no such process, or the lock is gone
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def claim(lock: Path) -> Iterator[bool]:
+    """True while this process holds `lock`: several `run` processes (one per core, say) can share one
+    grid, each cell trained by one of them. The lock holds its owner's pid; a lock left by a process
+    that is gone (killed) is taken over, so a stopped grid still resumes."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        if lock_owner_alive(lock):
+            yield False
+            return
+        lock.unlink(missing_ok=True)
+        with claim(lock) as mine:  # one retry: another process may take it over first
+            yield mine
+        return
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(str(os.getpid()))
+    try:
+        yield True
+    finally:
+        lock.unlink(missing_ok=True)
+
+
 def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, extra: list[str]) -> bool:
-    """Train and evaluate one cell unless its file exists; True when it ran."""
-    folder = results_dir(backbone) / regime
-    cell_file = folder / f"{pooler}-seed{seed}.json"
+    """Train and evaluate one cell unless its file exists or another grid process has it; True when it ran."""
+    cell_file = results_dir(backbone) / regime / f"{pooler}-seed{seed}.json"
     if cell_file.exists():
         print(f"[done] {regime} {pooler} seed {seed}", flush=True)
         return False
+    with claim(work / regime / f"{pooler}-seed{seed}.lock") as mine:
+        if not mine:
+            print(f"[busy] {regime} {pooler} seed {seed}: another grid process runs it", flush=True)
+            return False
+        if cell_file.exists():  # finished by another process between the check and the claim
+            return False
+        train_and_evaluate(regime, pooler, seed, work, backbone, extra)
+    return True
+
+
+def train_and_evaluate(
+    regime: str, pooler: str, seed: int, work: Path, backbone: str, extra: list[str]
+) -> None:
+    """One cell: `lwap train` (resuming a stopped run), `lwap eval`, the cell file."""
+    folder = results_dir(backbone) / regime
+    cell_file = folder / f"{pooler}-seed{seed}.json"
     shared = fixed_overrides(backbone, extra)
     check_same_budget(folder, shared)
     folder.mkdir(parents=True, exist_ok=True)
@@ -207,7 +262,6 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
     }
     cell_file.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
     print(f"[ok  ] {regime} {pooler} seed {seed}: avg {cell['scores']['avg_all']:.2f}", flush=True)
-    return True
 
 
 UNTOUCHED_POOLINGS = ("mean", "cls", "first_last_avg")  # SimCSE's "BERT (first-last avg.)", "BERT [CLS]" rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -264,3 +265,29 @@ def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(
     write_cell(tmp_path / "cells/unsup", "lwap", 0, 74.0, 40.0)
     default = report_text(script, tmp_path).split("## mlm: Unsupervised")[0]
     assert "Budget check" not in default and "`lwap` ranks 2 of 2" in default
+
+
+def test_grid_processes_share_a_grid_through_cell_locks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two `run` processes on one grid: a cell held by a live process is skipped ([busy]), a lock left
+    by a process that is gone is taken over, and the lock is removed when the cell is done."""
+    import subprocess
+
+    script = load_script()
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")  # no finished cells
+    lock = tmp_path / "unsup" / "lwap-seed0.lock"
+    with script.claim(lock) as mine:
+        assert mine and lock.read_text(encoding="utf-8") == str(os.getpid())
+        with script.claim(lock) as other:  # held by a live process (this one)
+            assert not other
+        assert lock.exists()
+        # and run_cell skips the held cell without training anything
+        assert not script.run_cell("unsup", "lwap", 0, tmp_path, script.BACKBONE, [])
+        assert "[busy] unsup lwap seed 0: another grid process runs it" in capsys.readouterr().out
+    assert not lock.exists()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    lock.write_text(gone.stdout.decode().strip(), encoding="utf-8")  # a killed grid's leftover
+    with script.claim(lock) as mine:
+        assert mine and lock.read_text(encoding="utf-8") == str(os.getpid())
+    assert not lock.exists()
