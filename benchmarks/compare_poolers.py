@@ -34,7 +34,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "compare"
@@ -732,6 +732,7 @@ def command_report(args: argparse.Namespace) -> None:
         other_backbones_line([f"`{b}`" for b in others]),
         "",
         *sections,
+        *attention_section(),
         "## Every run",
         "",
         *all_runs_table(),
@@ -810,6 +811,84 @@ def command_reprofile(args: argparse.Namespace) -> None:
 FIGURE_ROWS = ("lwap", "lwap-native")  # the attention profiles drawn, where a backbone has their cells
 
 
+class Profile(NamedTuple):
+    """One trained LWAP row's layer attention on one backbone and regime, averaged over its seeds."""
+
+    backbone: str
+    row: str
+    seeds: int
+    retrained: bool
+    attention: list[float]  # mean attention each hidden state receives (index 0 = embedding output)
+
+    @property
+    def label(self) -> str:
+        retrained = " retrained" if self.retrained else ""
+        seeds = f"{self.seeds} seed{'s' * (self.seeds > 1)}"
+        return f"{backbone_name(self.backbone)} · {self.row} ({seeds}{retrained})"
+
+
+def attention_profiles(regime: str) -> list[Profile]:
+    """The profiles the figure draws: every backbone's FIGURE_ROWS that have cells with a profile."""
+    found = []
+    for backbone in backbones():
+        cells = load_cells(results_dir(backbone) / regime)
+        for row in FIGURE_ROWS:
+            runs = [c for c in cells.get(row, []) if c.get("layer_attention")]
+            if runs:
+                columns = zip(*(c["layer_attention"]["mean_attention"] for c in runs), strict=True)
+                retrained = any(c.get("layer_attention_source") for c in runs)
+                found.append(
+                    Profile(backbone, row, len(runs), retrained, [statistics.fmean(v) for v in columns])
+                )
+    return found
+
+
+def layer_name(index: int) -> str:
+    return "the embedding output" if index == 0 else f"layer {index}"
+
+
+def attention_section() -> list[str]:
+    """The figure in the report, and what each profile shows in numbers: where its attention peaks, what
+    its last layer gets against uniform, and how the paper's `lwap` differs between the backbones."""
+    lines = [
+        "## What LWAP attends to",
+        "",
+        "![mean attention per layer](layer_attention.png)",
+        "",
+        "`python benchmarks/compare_poolers.py figure` draws it from the cell files: the mean attention",
+        "each hidden state receives as a key (over query layers and STS-B test sentences), seeds averaged.",
+        "`retrained` marks profiles measured on a retrain of the cell (`compare_poolers.py reprofile`).",
+        "",
+    ]
+    for regime in REGIMES:
+        profiles = attention_profiles(regime)
+        if not profiles:
+            continue
+        lines.append(f"{'Unsupervised' if regime == 'unsup' else 'Supervised'}:")
+        lines.append("")
+        for profile in profiles:
+            a = profile.attention
+            top = max(range(len(a)), key=a.__getitem__)
+            lines.append(
+                f"- {profile.label}: most on {layer_name(top)} ({a[top]:.3f}), least on "
+                f"{layer_name(min(range(len(a)), key=a.__getitem__))} ({min(a):.3f}); last layer {a[-1]:.3f} "
+                f"against a uniform {1 / len(a):.3f}."
+            )
+        paper = [p for p in profiles if p.row == "lwap"]
+        if len(paper) > 1 and len({len(p.attention) for p in paper}) == 1:
+            first, other = paper[0], paper[1]
+            shift = [b - a for a, b in zip(first.attention, other.attention, strict=True)]
+            up = max(range(len(shift)), key=shift.__getitem__)
+            down = min(range(len(shift)), key=shift.__getitem__)
+            lines.append(
+                f"- `lwap` on {backbone_name(other.backbone)} against {backbone_name(first.backbone)}: "
+                f"{layer_name(up)} gains the most ({shift[up]:+.3f}), {layer_name(down)} loses the most "
+                f"({shift[down]:+.3f})."
+            )
+        lines.append("")
+    return lines
+
+
 def command_figure(args: argparse.Namespace) -> None:
     """docs/layer_attention.png: mean attention each layer receives (STS-B test), per backbone and regime,
     averaged over the seeds of each trained LWAP row; one panel per regime."""
@@ -820,25 +899,13 @@ def command_figure(args: argparse.Namespace) -> None:
 
     figure, panels = plt.subplots(1, len(REGIMES), figsize=(12, 4.2), sharey=True)
     for panel, regime in zip(panels, REGIMES, strict=True):
-        series = []
-        for backbone in backbones():
-            cells = load_cells(results_dir(backbone) / regime)
-            for row in FIGURE_ROWS:
-                runs = [c for c in cells.get(row, []) if c.get("layer_attention")]
-                if runs:
-                    profile = [
-                        statistics.fmean(v)
-                        for v in zip(*(c["layer_attention"]["mean_attention"] for c in runs), strict=True)
-                    ]
-                    retrained = " retrained" if any(c.get("layer_attention_source") for c in runs) else ""
-                    label = f"{backbone_name(backbone)} · {row} ({len(runs)} seeds{retrained})"
-                    series.append((label, profile))
+        series = attention_profiles(regime)
         width = 0.8 / max(len(series), 1)
-        for i, (label, profile) in enumerate(series):
-            x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(profile))]
-            panel.bar(x, profile, width=width, label=label)
+        for i, profile in enumerate(series):
+            x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(profile.attention))]
+            panel.bar(x, profile.attention, width=width, label=profile.label)
         if series:
-            layers = len(series[0][1])
+            layers = len(series[0].attention)
             panel.axhline(1 / layers, color="gray", linestyle="--", linewidth=1, label="uniform")
             panel.set_xticks(range(layers), ["emb", *map(str, range(1, layers))])
         panel.set_title(f"{'unsupervised' if regime == 'unsup' else 'supervised'} SimCSE", fontsize=10)

@@ -291,3 +291,31 @@ def test_grid_processes_share_a_grid_through_cell_locks(
     with script.claim(lock) as mine:
         assert mine and lock.read_text(encoding="utf-8") == str(os.getpid())
     assert not lock.exists()
+
+
+def test_the_report_describes_each_attention_profile_and_the_shift_between_backbones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = load_script()
+    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+    minilm = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.2, 0.3, 0.5]}
+    mlm = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.1, 0.6, 0.3]}
+    for seed in range(2):
+        write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0, {"layer_attention": minilm})
+    retrained = {
+        "layer_attention": mlm,
+        "layer_attention_source": {"cell_stsb": 70.0},
+        "backbone": "../models/mlm",
+    }
+    write_cell(tmp_path / "cells/backbones/mlm/unsup", "lwap", 0, 73.0, 45.0, retrained)
+    section = report_text(script, tmp_path).split("## What LWAP attends to")[1].split("## Every run")[0]
+    assert "![mean attention per layer](layer_attention.png)" in section
+    assert (
+        "- all-MiniLM-L6-v2 · lwap (2 seeds): most on layer 2 (0.500), least on the embedding output "
+        "(0.200); last layer 0.500 against a uniform 0.333." in section
+    )
+    assert "- mlm · lwap (1 seed retrained): most on layer 1 (0.600)" in section
+    assert (
+        "- `lwap` on mlm against all-MiniLM-L6-v2: layer 1 gains the most (+0.300), layer 2 loses" in section
+    )
+    assert "Supervised:" not in section  # no profiles in that regime: no empty heading
