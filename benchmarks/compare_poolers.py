@@ -898,19 +898,22 @@ def command_figure(args: argparse.Namespace) -> None:
     import matplotlib.pyplot as plt
 
     figure, panels = plt.subplots(1, len(REGIMES), figsize=(12, 4.2), sharey=True)
+    colours = [(backbone, row) for backbone in backbones() for row in FIGURE_ROWS]
     for panel, regime in zip(panels, REGIMES, strict=True):
         series = attention_profiles(regime)
         width = 0.8 / max(len(series), 1)
         for i, profile in enumerate(series):
             x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(profile.attention))]
-            panel.bar(x, profile.attention, width=width, label=profile.label)
+            colour = f"C{colours.index((profile.backbone, profile.row))}"  # the same in both panels
+            panel.bar(x, profile.attention, width=width, label=profile.label, color=colour)
         if series:
             layers = len(series[0].attention)
             panel.axhline(1 / layers, color="gray", linestyle="--", linewidth=1, label="uniform")
             panel.set_xticks(range(layers), ["emb", *map(str, range(1, layers))])
+            panel.set_ylim(0, 1.45 * max(max(p.attention) for p in series))  # room for the legend
         panel.set_title(f"{'unsupervised' if regime == 'unsup' else 'supervised'} SimCSE", fontsize=10)
         panel.set_xlabel("layer attended (key; emb = embedding output)")
-        panel.legend(fontsize=7)
+        panel.legend(fontsize=7, loc="upper left", ncol=2)
     panels[0].set_ylabel("mean attention weight (STS-B test)")
     figure.suptitle(
         "What LWAP attends to, per backbone (python benchmarks/compare_poolers.py figure)", fontsize=10
