@@ -437,18 +437,17 @@ def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     if "lwap" not in poolers or len(poolers) < 2:
         return []
     out = []
-    for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
+    keys = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
+    for key, label in keys:
         means = {p: statistics.fmean(c["scores"][key] for c in cells[p]) for p in poolers}
         order = sorted(poolers, key=lambda p: -means[p])
         ranked = " > ".join(f"`{p}` {means[p]:.2f}" for p in order)
         out.append(f"- {label}: `lwap` ranks {order.index('lwap') + 1} of {len(order)} ({ranked}).")
     if "cls" in cells:
-        base, other = ([c["scores"]["avg_all"] for c in cells[p]] for p in ("lwap", "cls"))
-        out.append(
-            "- Against `cls` (the paper's baseline), Avg. (all): "
-            + difference("lwap", "cls", base, other)
-            + "."
-        )
+        for key, label in keys[:2]:  # SimCSE's aggregation and the LWAP paper's
+            base, other = ([c["scores"][key] for c in cells[p]] for p in ("lwap", "cls"))
+            gap = difference("lwap", "cls", base, other)
+            out.append(f"- Against `cls` (the paper's baseline), {label}: {gap}.")
     seeds = sorted({len(cells[p]) for p in poolers})
     caveat = "" if seeds == [len(PLANNED_SEEDS)] else " (not every pooler has all its seeds yet: provisional)"
     return [f"In short{caveat}:", "", *out, ""]

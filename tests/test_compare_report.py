@@ -248,7 +248,9 @@ def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(
     section = text.split("## mlm: Unsupervised")[1].split("## mlm: Supervised")[0]
     assert "In short (not every pooler has all its seeds yet: provisional):" in section
     assert "- Avg. (all): `lwap` ranks 1 of 4 (`lwap` 76.10 > `cls` 75.10 > `mean` 74.00 > " in section
+    assert "- Avg. (wmean): `lwap` ranks 1 of 4 (`lwap` 75.10 > `cls` 74.10 > `mean` 73.00 > " in section
     assert "- SciFact nDCG@10: `lwap` ranks 2 of 4 (`mean` 50.00 > `lwap` 45.00 > " in section
+    assert "baseline), Avg. (wmean): `lwap` − `cls` = +1.00 (**larger than the seed spread**" in section
     assert (
         "`cls` (the paper's baseline), Avg. (all): `lwap` − `cls` = +1.00 (**larger than the seed" in section
     )
