@@ -164,12 +164,11 @@ def restart_flags(out: Path) -> list[str]:
 
 
 def lock_owner_alive(lock: Path) -> bool:
-    """Whether the process named in a cell's lock file still runs (an unreadable lock counts as held)."""
+    """Whether the process named in a cell's lock file still runs (an empty lock, whose owner has not yet
+    written its pid, counts as held)."""
     try:
         os.kill(int(lock.read_text(encoding="utf-8")), 0)
-    except ValueError:  # empty: its owner has created it and not yet written its pid
-        return True
-    except PermissionError:  # a live process of another user
+    except (ValueError, PermissionError):  # empty lock; or a live process of another user
         return True
     except OSError:  # no such process, or the lock is gone
         return False
@@ -212,16 +211,15 @@ def run_cell(regime: str, pooler: str, seed: int, work: Path, backbone: str, ext
             return False
         if cell_file.exists():  # finished by another process between the check and the claim
             return False
-        train_and_evaluate(regime, pooler, seed, work, backbone, extra)
+        train_and_evaluate(regime, pooler, seed, work, backbone, extra, cell_file)
     return True
 
 
 def train_and_evaluate(
-    regime: str, pooler: str, seed: int, work: Path, backbone: str, extra: list[str]
+    regime: str, pooler: str, seed: int, work: Path, backbone: str, extra: list[str], cell_file: Path
 ) -> None:
-    """One cell: `lwap train` (resuming a stopped run), `lwap eval`, the cell file."""
-    folder = results_dir(backbone) / regime
-    cell_file = folder / f"{pooler}-seed{seed}.json"
+    """One cell: `lwap train` (resuming a stopped run), `lwap eval`, then `cell_file`."""
+    folder = cell_file.parent
     shared = fixed_overrides(backbone, extra)
     check_same_budget(folder, shared)
     folder.mkdir(parents=True, exist_ok=True)
@@ -431,8 +429,9 @@ def regime_section(
 
 
 def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The regime in two lines: where the paper's `lwap` ranks among the poolers (by mean over seeds),
-    and its gap to `cls`, the paper's baseline, judged against the seed spread."""
+    """The regime in short: where the paper's `lwap` ranks among the poolers (by mean over seeds) on
+    Avg. (all), Avg. (wmean) and SciFact, and its gap to `cls`, the paper's baseline, under both
+    aggregations, judged against the seed spread."""
     poolers = [p for p in cells if p in POOLERS]
     if "lwap" not in poolers or len(poolers) < 2:
         return []
@@ -867,18 +866,16 @@ def attention_section() -> list[str]:
         lines.append("")
         for profile in profiles:
             a = profile.attention
-            top = max(range(len(a)), key=a.__getitem__)
+            top, low = a.index(max(a)), a.index(min(a))
             lines.append(
-                f"- {profile.label}: most on {layer_name(top)} ({a[top]:.3f}), least on "
-                f"{layer_name(min(range(len(a)), key=a.__getitem__))} ({min(a):.3f}); last layer {a[-1]:.3f} "
-                f"against a uniform {1 / len(a):.3f}."
+                f"- {profile.label}: most on {layer_name(top)} ({a[top]:.3f}), least on {layer_name(low)} "
+                f"({a[low]:.3f}); last layer {a[-1]:.3f} against a uniform {1 / len(a):.3f}."
             )
         paper = [p for p in profiles if p.row == "lwap"]
         if len(paper) > 1 and len({len(p.attention) for p in paper}) == 1:
             first, other = paper[0], paper[1]
             shift = [b - a for a, b in zip(first.attention, other.attention, strict=True)]
-            up = max(range(len(shift)), key=shift.__getitem__)
-            down = min(range(len(shift)), key=shift.__getitem__)
+            up, down = shift.index(max(shift)), shift.index(min(shift))
             lines.append(
                 f"- `lwap` on {backbone_name(other.backbone)} against {backbone_name(first.backbone)}: "
                 f"{layer_name(up)} gains the most ({shift[up]:+.3f}), {layer_name(down)} loses the most "

@@ -62,8 +62,9 @@ def build(setup: str, state: dict[str, torch.Tensor]) -> Any:
 
 
 def encode(model: Any, setup: str, sentences: list[str]) -> torch.Tensor:
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=setup == "bf16 autocast")
-    with autocast, torch.inference_mode():
+    from lwap.encoding import autocast
+
+    with autocast("bf16" if setup == "bf16 autocast" else "fp32"), torch.inference_mode():
         out = model.encode(sentences, batch_size=BATCH, convert_to_tensor=True)
     return out.float()
 
@@ -77,7 +78,7 @@ def main() -> None:
 
     from lwap import build_model
     from lwap.eval.sts_data import load_stsb
-    from lwap.eval.sts_scoring import spearman_x100
+    from lwap.eval.sts_scoring import cosine_scores, spearman_x100
 
     sentences = read_sentences(args.sentences)
     stsb = load_stsb("test")
@@ -94,12 +95,10 @@ def main() -> None:
         compile_seconds[setup] = round(time.perf_counter() - start, 1)
         if reference is None:
             reference = embeddings
-        index = {s: i for i, s in enumerate(stsb_sentences)}
-        a = embeddings[[index[s] for s in stsb.sentences1]]
-        b = embeddings[[index[s] for s in stsb.sentences2]]
+        unit = torch.nn.functional.normalize(embeddings, dim=1).numpy()
         agreement[setup] = {
             "min_cosine_to_fp32": torch.nn.functional.cosine_similarity(embeddings, reference).min().item(),
-            "stsb_test": spearman_x100(torch.nn.functional.cosine_similarity(a, b).tolist(), stsb.scores),
+            "stsb_test": spearman_x100(*cosine_scores(stsb, dict(zip(stsb_sentences, unit, strict=True)))),
         }
         print(f"{setup}: first pass over STS-B test {compile_seconds[setup]} s", flush=True)
     seconds: dict[str, list[float]] = {setup: [] for setup in SETUPS}
