@@ -12,6 +12,8 @@ head, batch 64, max length 32, the first Wikipedia sentences of the mirror):
   bf16 weights           the whole model cast to bf16 (no per-op casts), no autocast
   bf16 weights eager     the same with eager attention instead of SDPA
   bf16 weights compiled  the same with the compiled forward
+  fp32 openvino          `lwap encode --backend openvino`: the backbone as an OpenVINO graph, head in torch
+  bf16 openvino          the same at OpenVINO's bf16 inference precision (head under bf16 autocast)
 
 The rounds interleave the setups (order reversed every other round), so load changes slow all alike; the
 figure is sentences/s over the median round. Agreement: the lowest cosine of any sentence against the fp32
@@ -42,6 +44,8 @@ SETUPS = (
     "bf16 weights",
     "bf16 weights eager",
     "bf16 weights compiled",
+    "fp32 openvino",
+    "bf16 openvino",
 )
 
 
@@ -58,13 +62,17 @@ def build(setup: str, state: dict[str, torch.Tensor]) -> Any:
         model.to(torch.bfloat16)
     if "compiled" in setup:
         backbone.forward = torch.compile(backbone.forward, dynamic=True)
+    if "openvino" in setup:
+        from lwap.openvino_backbone import use_openvino
+
+        use_openvino(model, setup.split()[0])
     return model
 
 
 def encode(model: Any, setup: str, sentences: list[str]) -> torch.Tensor:
     from lwap.encoding import autocast
 
-    with autocast("bf16" if setup == "bf16 autocast" else "fp32"), torch.inference_mode():
+    with autocast("bf16" if setup in ("bf16 autocast", "bf16 openvino") else "fp32"), torch.inference_mode():
         out = model.encode(sentences, batch_size=BATCH, convert_to_tensor=True)
     return out.float()
 
@@ -86,10 +94,12 @@ def main() -> None:
     torch.manual_seed(0)
     state = build_model(BACKBONE, "lwap", max_seq_length=MAX_LENGTH).state_dict()
     busy = busy_cores()
-    models, compile_seconds, agreement = {}, {}, {}
+    models, build_seconds, compile_seconds, agreement = {}, {}, {}, {}
     reference: torch.Tensor | None = None
     for setup in SETUPS:
+        start = time.perf_counter()
         models[setup] = build(setup, state)
+        build_seconds[setup] = round(time.perf_counter() - start, 1)  # OpenVINO converts here
         start = time.perf_counter()
         embeddings = encode(models[setup], setup, stsb_sentences)  # compiles here, where it compiles
         compile_seconds[setup] = round(time.perf_counter() - start, 1)
@@ -115,6 +125,7 @@ def main() -> None:
             "sentences_per_s": rate,
             "against_plain": rate / (len(sentences) / statistics.median(seconds[base])),
             "seconds": seconds[setup],
+            "build_seconds": build_seconds[setup],
             "first_pass_seconds": compile_seconds[setup],
             **agreement[setup],
         }

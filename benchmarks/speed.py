@@ -77,6 +77,7 @@ def rerun_encoding(args: argparse.Namespace, md_path: Path) -> None:
     threads = args.threads or torch.get_num_threads()
     n, rounds = args.encode_sentences or 10_000, args.encode_rounds or 3
     result["encoding_busy_cores_before"] = busy_cores()
+    result["encoding_bound"] = matmul_bound(threads, repeats=20)  # the encode targets' cap, this run
     result["encoding"] = encode_speed(read_sentences(n), rounds, threads)
     result["encoding_date"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     result["encoding_command"] = " ".join(["python benchmarks/speed.py", *sys.argv[1:]])

@@ -137,6 +137,7 @@ NOT_PATHS: dict[str, str] = {
     "encode batch_size": "a number",
     "encode normalize": "a flag",
     "encode precision": "a choice",
+    "encode backend": "a choice",
     "encode max_seq_length": "a number",
     "encode device": "a device name",
     "encode no_progress": "a flag",

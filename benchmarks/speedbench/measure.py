@@ -51,26 +51,58 @@ def matmul_bound(threads: int, repeats: int, hidden: int = 384, intermediate: in
 
 
 def encode_speed(sentences: list[str], rounds: int, threads: int) -> dict[str, Any]:
-    """Sentences/s of `model.encode` (batch 64, max length 32): lwap, mean and cls pooling, fp32 and bf16."""
+    """Sentences/s of `model.encode` (batch 64, max length 32): lwap, mean and cls pooling, fp32 and bf16,
+    each with the torch backbone (plain sentence-transformers) and through `lwap encode --backend openvino`.
+
+    Keys are `pooling/precision` (torch) and `pooling/precision/openvino`. The OpenVINO graphs are built
+    before the timed rounds; their conversion seconds are reported beside the rates (a one-off per load).
+    `tokens_per_sentence` (padded, as the batches ran) gives the forward FLOPs: 2·N per token.
+    """
     import torch
 
     from lwap import build_model
     from lwap.encoding import autocast
+    from lwap.openvino_backbone import use_openvino
 
     torch.set_num_threads(threads)
-    models = {p: build_model(BACKBONE, p, max_seq_length=MAX_LENGTH) for p in ("lwap", "mean", "cls")}
-    setups = [(p, precision) for p in models for precision in ("fp32", "bf16")]
-    for pooling, precision in setups:  # warm-up
-        with autocast(precision):
-            models[pooling].encode(sentences[:256], batch_size=BATCH)
-    seconds: dict[str, list[float]] = {f"{p}/{prec}": [] for p, prec in setups}
+    state = {
+        p: build_model(BACKBONE, p, max_seq_length=MAX_LENGTH).state_dict() for p in ("lwap", "mean", "cls")
+    }
+    models, convert_seconds = {}, {}
+    for pooling in state:
+        for precision in ("fp32", "bf16"):
+            for backend in ("torch", "openvino"):
+                key = f"{pooling}/{precision}" + ("/openvino" if backend == "openvino" else "")
+                model = build_model(BACKBONE, pooling, max_seq_length=MAX_LENGTH).eval()
+                model.load_state_dict(state[pooling])
+                if backend == "openvino":
+                    convert_seconds[key] = use_openvino(model, precision)
+                models[key] = model
+    setups = list(models)
+    precision_of = {key: key.split("/")[1] for key in setups}
+    for key in setups:  # warm-up
+        with autocast(precision_of[key]):
+            models[key].encode(sentences[:256], batch_size=BATCH)
+    seconds: dict[str, list[float]] = {key: [] for key in setups}
     for r in range(rounds):
-        for pooling, precision in setups if r % 2 == 0 else setups[::-1]:  # alternate: no order bias
+        for key in setups if r % 2 == 0 else setups[::-1]:  # alternate: no order bias
             start = time.perf_counter()
-            with autocast(precision):
-                models[pooling].encode(sentences, batch_size=BATCH, convert_to_numpy=True)
-            seconds[f"{pooling}/{precision}"].append(time.perf_counter() - start)
-    return {
-        key: {"sentences_per_s": len(sentences) / statistics.median(ts), "seconds": ts}
+            with autocast(precision_of[key]):
+                models[key].encode(sentences, batch_size=BATCH, convert_to_numpy=True)
+            seconds[key].append(time.perf_counter() - start)
+    tokenizer = models["cls/fp32"].tokenizer
+    order = sorted(sentences, key=len, reverse=True)  # as `encode` batches them: longest first
+    padded = sum(
+        len(batch)
+        * max(len(ids) for ids in tokenizer(batch, truncation=True, max_length=MAX_LENGTH)["input_ids"])
+        for batch in (order[i : i + BATCH] for i in range(0, len(order), BATCH))
+    )
+    rates = {
+        key: {
+            "sentences_per_s": len(sentences) / statistics.median(ts),
+            "seconds": ts,
+            **({"convert_seconds": convert_seconds[key]} if key in convert_seconds else {}),
+        }
         for key, ts in seconds.items()
     }
+    return rates | {"tokens_per_sentence": padded / len(sentences)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ def target_lines(
     encode: dict[str, Any],
     profiles: dict[str, dict[str, Any]],
     bound: dict[str, Any],
+    shapes: dict[str, int] | None = None,
+    encode_bound: dict[str, Any] | None = None,
 ) -> list[str]:
     """The issue's targets: measured value, PASS/MISS with the gap, and the reason from the profiles."""
     best = max(
@@ -76,12 +79,17 @@ def target_lines(
                 extra = 1e3 * BATCH * (1 / lw["sentences_per_s"] - 1 / cl["sentences_per_s"])
                 what = f"`cls`, training ({precision}{', levers on' if suffix else ''})"
                 lines.append(lwap_cost_row(what, lw, cl, f" ({extra:+.0f} ms/step)", LWAP_COST))
-    for precision in ("fp32", "bf16"):
-        for base in ("mean", "cls"):
-            lw, other = encode.get(f"lwap/{precision}"), encode.get(f"{base}/{precision}")
-            if lw and other:
-                what = f"{base} pooling, encoding ({precision})"
-                lines.append(lwap_cost_row(what, lw, other, "", LWAP_ENCODE_COST))
+    for backend in ("", "/openvino"):
+        for precision in ("fp32", "bf16"):
+            for base in ("mean", "cls"):
+                lw, other = (
+                    encode.get(f"lwap/{precision}{backend}"),
+                    encode.get(f"{base}/{precision}{backend}"),
+                )
+                if lw and other:
+                    what = f"{base} pooling, encoding ({precision}{', openvino' if backend else ''})"
+                    lines.append(lwap_cost_row(what, lw, other, "", LWAP_ENCODE_COST))
+    lines += encode_backend_lines(encode, shapes, encode_bound or bound)
     mfu = best["mfu_vs_bf16_bound"]
     why = ""
     share = matmul_share(profiles, best["key"])
@@ -100,6 +108,41 @@ def target_lines(
         f"| training ≥ 50% of the bf16 matmul bound | {name}: {pct(mfu)} | "
         f"{verdict(mfu >= 0.5, pct(0.5 - mfu) + ' (points)')} | {why} |"
     )
+    return lines
+
+
+def encode_backend_lines(
+    encode: dict[str, Any], shapes: dict[str, int] | None, bound: dict[str, Any]
+) -> list[str]:
+    """Target rows: `lwap encode --backend openvino` ≥ 1.5× plain `model.encode` of the same lwap model.
+
+    A miss is explained by the matmul bound: forward FLOPs are 2·N per padded token, so no backend can
+    encode faster than bound / (2·N·tokens per sentence) sentences/s (the head and tokenizer not counted).
+    """
+    lines = []
+    tokens = encode.get("tokens_per_sentence")
+    for precision in ("fp32", "bf16"):
+        plain, fast = encode.get(f"lwap/{precision}"), encode.get(f"lwap/{precision}/openvino")
+        if not (plain and fast):
+            continue
+        ratio = fast["sentences_per_s"] / plain["sentences_per_s"]
+        why = f"OpenVINO's graph is built once per load: {fast.get('convert_seconds', 0):.1f} s"
+        if tokens and shapes:
+            gflop = 2 * shapes["linear_params"] * tokens / 1e9
+            ceiling = bound[precision]["bound_gflops"] / gflop
+            at = fast["sentences_per_s"] * gflop / bound[precision]["bound_gflops"]
+            why += (
+                f"; {gflop:.2f} GFLOP per sentence ({tokens:.1f} padded tokens) against torch.mm's "
+                f"{precision} bound of {bound[precision]['bound_gflops']:.0f} GFLOP/s caps any backend at "
+                f"{ceiling:.0f} sentences/s = {ceiling / plain['sentences_per_s']:.2f}× plain; "
+                f"OpenVINO runs at {pct(at)} of that cap"
+                + (" (its fp32 GEMMs beat torch.mm's on this CPU)" if at > 1 else "")
+            )
+        lines.append(
+            f"| `lwap encode --backend openvino` ≥ 1.5× plain `model.encode` ({precision}) | "
+            f"{fast['sentences_per_s']:.0f} vs {plain['sentences_per_s']:.0f} sentences/s = {ratio:.2f}× | "
+            f"{verdict(ratio >= 1.5, f'{1.5 - ratio:.2f}×')} | {why} |"
+        )
     return lines
 
 
@@ -124,6 +167,79 @@ LWAP_ENCODE_COST = (
     "of its ~20 small ops per batch on 2 threads plus the spread between rounds (per-round seconds in the "
     "JSON); it shrinks with longer inputs or larger backbones"
 )
+
+
+ENCODE_LEVER_DECISIONS = {
+    "fp32": "the reference",
+    "fp32 compiled": "dropped: too little for a flag and a compile per load",
+    "bf16 autocast": "the bf16 reference (`--precision bf16`)",
+    "bf16 weights": "dropped: small gain, STS-B moves more than ±0.05",
+    "bf16 weights eager": "dropped: STS-B moves more than ±0.05",
+    "bf16 weights compiled": "dropped: STS-B moves more than ±0.05, a compile per load",
+    "fp32 openvino": "kept: `lwap encode --backend openvino`",
+    "bf16 openvino": "kept: `lwap encode --backend openvino --precision bf16`",
+}
+TRAIN_COMPILE_DECISION = (
+    "Dropped: no compiled variant is faster than the levers without compile, so `lwap train` has no "
+    "compile key. In a whole `BertLayer` dynamo breaks the graph at transformers' output-capturing hooks "
+    "(`utils/output_capturing.py`), leaving small graphs around eager ops; compiling only the dense + "
+    "dropout + LayerNorm blocks keeps whole graphs, but their inductor kernels (bf16, dynamic shapes) "
+    "still run slower here than the eager ops they replace."
+)
+
+
+def lever_trial_lines() -> list[str]:
+    """Sections from the lever probes' JSON files (encode_levers.py, train_compile.py), where present."""
+    out: list[str] = []
+    levers = REPO / "benchmarks/results/encode-levers.json"
+    if levers.is_file():
+        r = json.loads(levers.read_text(encoding="utf-8"))
+        reference = r["setups"]["fp32"]["stsb_test"]
+        out += [
+            "",
+            f"## Encoding levers and their agreement (`{r['command']}`, {r['date']})",
+            "",
+            f"{r['sentences']:,} Wikipedia sentences, batch {BATCH}, max length {MAX_LENGTH}, {r['rounds']} "
+            f"interleaved rounds, {r['threads']} threads; {quietness(r.get('busy_cores_before'))} Agreement "
+            "over every STS-B test sentence: the lowest cosine to the fp32 embedding, and the STS-B test "
+            "Spearman (the untrained LWAP head of the speed rows, so the score itself is low; its change is "
+            "what counts). *build*: model build, including OpenVINO's conversion; *first pass*: the first "
+            "encode, including any compilation.",
+            "",
+            "| setup | sentences/s | × plain, same precision | min cosine to fp32 | STS-B test | Δ vs fp32 "
+            "| build | first pass | decision |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for name, row in r["setups"].items():
+            out.append(
+                f"| {name} | {row['sentences_per_s']:.0f} | {row['against_plain']:.2f}× | "
+                f"{row['min_cosine_to_fp32']:.5f} | {row['stsb_test']:.2f} | "
+                f"{row['stsb_test'] - reference:+.2f} "
+                f"| {row.get('build_seconds', float('nan')):.1f} s | {row['first_pass_seconds']:.1f} s | "
+                f"{ENCODE_LEVER_DECISIONS.get(name, '')} |"
+            )
+    compiled = REPO / "benchmarks/results/train-compile.json"
+    if compiled.is_file():
+        r = json.loads(compiled.read_text(encoding="utf-8"))
+        out += [
+            "",
+            f"## torch.compile in training (`{r['command']}`, {r['date']})",
+            "",
+            "The bf16 SimCSE step of `lwap train` unrolled (tokenize, loss, backward, fused AdamW) on the "
+            f"LWAP model, batch {BATCH}, max length {MAX_LENGTH}, a process per variant, one after another; "
+            f"{quietness(r.get('busy_cores_before'))} Variants: `benchmarks/train_compile.py`'s docstring.",
+            "",
+            "| variant | median step | × levers | first step (compiles) | graph breaks |",
+            "| --- | --- | --- | --- | --- |",
+            *(
+                f"| {name} | {v['median_step_seconds']:.3f} s | {v['against_levers']:.2f}× | "
+                f"{v['first_step_seconds']:.1f} s | {v['graph_breaks']} |"
+                for name, v in r["variants"].items()
+            ),
+            "",
+            TRAIN_COMPILE_DECISION,
+        ]
+    return out
 
 
 def quietness(busy: float | None) -> str:
@@ -170,7 +286,12 @@ def write_report(result: dict[str, Any], md_path: Path) -> None:
         "| target | measured | verdict | why |",
         "| --- | --- | --- | --- |",
         *target_lines(
-            rows, result.get("encoding", {}), {p["key"]: p for p in result.get("profiles", [])}, bound
+            rows,
+            result.get("encoding", {}),
+            {p["key"]: p for p in result.get("profiles", [])},
+            bound,
+            result.get("shapes"),
+            result.get("encoding_bound"),
         ),
         "",
         "## Training",
@@ -249,24 +370,44 @@ def write_report(result: dict[str, Any], md_path: Path) -> None:
                 [
                     f"Rerun on its own with `{result.get('encoding_command', '--encode-only')}` on "
                     f"{result['encoding_date']}. {quietness(result.get('encoding_busy_cores_before'))} "
-                    "The order of the six setups alternates between rounds; sentences/s is over the median "
+                    "The order of the setups alternates between rounds; sentences/s is over the median "
                     "round.",
                     "",
                 ]
                 if "encoding_date" in result
                 else []
             ),
-            "| pooling | fp32 sentences/s | bf16 sentences/s | bf16 speed-up |",
-            "| --- | --- | --- | --- |",
+            "| pooling | fp32 sentences/s | bf16 sentences/s | bf16 speed-up "
+            "| fp32, openvino | × plain fp32 | bf16, openvino | × plain bf16 |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for pooling in ("lwap", "mean", "cls"):
             f32, b16 = enc[f"{pooling}/fp32"]["sentences_per_s"], enc[f"{pooling}/bf16"]["sentences_per_s"]
-            out.append(f"| {pooling} | {f32:.0f} | {b16:.0f} | {b16 / f32:.2f}× |")
+            row = f"| {pooling} | {f32:.0f} | {b16:.0f} | {b16 / f32:.2f}× |"
+            for precision, plain in (("fp32", f32), ("bf16", b16)):
+                fast = enc.get(f"{pooling}/{precision}/openvino")
+                row += (
+                    f" {fast['sentences_per_s']:.0f} | {fast['sentences_per_s'] / plain:.2f}× |"
+                    if fast
+                    else " | |"
+                )
+            out.append(row)
         out += [
             "",
             "Sentence-transformers sorts the inputs by length before batching, so encoding pads little. "
-            "The LWAP model is built with an untrained head (speed does not depend on its weights).",
+            "The LWAP model is built with an untrained head (speed does not depend on its weights). "
+            "*openvino*: the same model through `lwap encode --backend openvino` (`lwap.openvino_backbone`): "
+            "the backbone converted to an OpenVINO graph that returns every layer's hidden states, at "
+            "OpenVINO's fp32 or bf16 inference precision, the pooling head still in torch (under bf16 "
+            "autocast in the bf16 column). Building the graph is a one-off per load, not in the rates: "
+            + ", ".join(
+                f"{k.split('/')[0]} {k.split('/')[1]} {v['convert_seconds']:.1f} s"
+                for k, v in enc.items()
+                if isinstance(v, dict) and "convert_seconds" in v
+            )
+            + ".",
         ]
+    out += lever_trial_lines()
     for prof in result.get("profiles", []):
         out += [
             "",
