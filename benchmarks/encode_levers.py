@@ -14,6 +14,8 @@ head, batch 64, max length 32, the first Wikipedia sentences of the mirror):
   bf16 weights compiled  the same with the compiled forward
   fp32 openvino          `lwap encode --backend openvino`: the backbone as an OpenVINO graph, head in torch
   bf16 openvino          the same at OpenVINO's bf16 inference precision (head under bf16 autocast)
+  fp32 onnxruntime       the same graph exported with `torch.onnx.export`, run by ONNX Runtime (only
+                         where onnxruntime and onnxscript are installed; not an lwap option)
 
 The rounds interleave the setups (order reversed every other round), so load changes slow all alike; the
 figure is sentences/s over the median round. Agreement: the lowest cosine of any sentence against the fp32
@@ -46,6 +48,7 @@ SETUPS = (
     "bf16 weights compiled",
     "fp32 openvino",
     "bf16 openvino",
+    "fp32 onnxruntime",
 )
 
 
@@ -66,7 +69,46 @@ def build(setup: str, state: dict[str, torch.Tensor]) -> Any:
         from lwap.openvino_backbone import use_openvino
 
         use_openvino(model, setup.split()[0])
+    if "onnxruntime" in setup:
+        use_onnxruntime(model)
     return model
+
+
+def use_onnxruntime(model: Any) -> None:
+    """The backbone through ONNX Runtime, hidden states stacked as in `lwap.openvino_backbone`."""
+    import tempfile
+
+    import onnxruntime
+    from transformers.modeling_outputs import BaseModelOutput
+
+    from lwap.openvino_backbone import _StackedHiddenStates
+
+    transformer = model[0]
+    example = model.preprocess(["an example sentence", "a second, longer example sentence"])
+    names = [n for n in transformer.tokenizer.model_input_names if n in example]
+    wrapper = _StackedHiddenStates(transformer.model, names, all_layers=True).eval()
+    path = Path(tempfile.mkdtemp(prefix="lwap-ort-")) / "backbone.onnx"
+    dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("length")}  # the same for every input
+    args = tuple(example[name] for name in names)
+    torch.onnx.export(wrapper, args, str(path), input_names=names, dynamic_shapes=((dims,) * len(names),))
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    class OnnxBackbone(torch.nn.Module):
+        config = transformer.model.config
+
+        def forward(self, **inputs: Any) -> BaseModelOutput:
+            out = torch.from_numpy(session.run(None, {n: inputs[n].numpy() for n in names})[0])
+            return BaseModelOutput(last_hidden_state=out[-1], hidden_states=tuple(out))
+
+    transformer.model = OnnxBackbone()
+
+
+def has_onnxruntime() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) for m in ("onnxruntime", "onnxscript"))
 
 
 def encode(model: Any, setup: str, sentences: list[str]) -> torch.Tensor:
@@ -96,7 +138,8 @@ def main() -> None:
     busy = busy_cores()
     models, build_seconds, compile_seconds, agreement = {}, {}, {}, {}
     reference: torch.Tensor | None = None
-    for setup in SETUPS:
+    setups = [s for s in SETUPS if "onnxruntime" not in s or has_onnxruntime()]
+    for setup in setups:
         start = time.perf_counter()
         models[setup] = build(setup, state)
         build_seconds[setup] = round(time.perf_counter() - start, 1)  # OpenVINO converts here
@@ -111,14 +154,14 @@ def main() -> None:
             "stsb_test": spearman_x100(*cosine_scores(stsb, dict(zip(stsb_sentences, unit, strict=True)))),
         }
         print(f"{setup}: first pass over STS-B test {compile_seconds[setup]} s", flush=True)
-    seconds: dict[str, list[float]] = {setup: [] for setup in SETUPS}
+    seconds: dict[str, list[float]] = {setup: [] for setup in setups}
     for r in range(args.rounds):
-        for setup in SETUPS if r % 2 == 0 else SETUPS[::-1]:
+        for setup in setups if r % 2 == 0 else setups[::-1]:
             start = time.perf_counter()
             encode(models[setup], setup, sentences)
             seconds[setup].append(time.perf_counter() - start)
     rows = {}
-    for setup in SETUPS:
+    for setup in setups:
         rate = len(sentences) / statistics.median(seconds[setup])
         base = "fp32" if setup.startswith("fp32") else "bf16 autocast"
         rows[setup] = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from conftest import SENTENCES
@@ -72,3 +74,9 @@ def test_openvino_model_refuses_to_save_and_second_conversion(tiny_bert, tmp_pat
         use_openvino(model)
     with pytest.raises(InputError, match="precision must be one of"):
         use_openvino(build_model(str(tiny_bert), "mean"), "fp16")
+
+
+def test_missing_openvino_says_what_to_install(tiny_bert, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "openvino", None)  # import openvino now raises ImportError
+    with pytest.raises(InputError, match=r"pip install 'lwap\[openvino\]'"):
+        use_openvino(build_model(str(tiny_bert), "mean"))
