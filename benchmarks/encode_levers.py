@@ -16,6 +16,8 @@ head, batch 64, max length 32, the first Wikipedia sentences of the mirror):
   bf16 openvino          the same at OpenVINO's bf16 inference precision (head under bf16 autocast)
   fp32 onnxruntime       the same graph exported with `torch.onnx.export`, run by ONNX Runtime (only
                          where onnxruntime and onnxscript are installed; not an lwap option)
+  int8 onnxruntime       that graph through ONNX Runtime's dynamic int8 quantisation (`quantize_dynamic`:
+                         int8 weights, activations quantised per batch), against plain fp32
 
 The rounds interleave the setups (order reversed every other round), so load changes slow all alike; the
 figure is sentences/s over the median round. Agreement: the lowest cosine of any sentence against the fp32
@@ -49,6 +51,7 @@ SETUPS = (
     "fp32 openvino",
     "bf16 openvino",
     "fp32 onnxruntime",
+    "int8 onnxruntime",
 )
 
 
@@ -70,11 +73,11 @@ def build(setup: str, state: dict[str, torch.Tensor]) -> Any:
 
         use_openvino(model, setup.split()[0])
     if "onnxruntime" in setup:
-        use_onnxruntime(model)
+        use_onnxruntime(model, quantized=setup.startswith("int8"))
     return model
 
 
-def use_onnxruntime(model: Any) -> None:
+def use_onnxruntime(model: Any, quantized: bool = False) -> None:
     """The backbone through ONNX Runtime, hidden states stacked as in `lwap.openvino_backbone`."""
     import tempfile
 
@@ -91,6 +94,11 @@ def use_onnxruntime(model: Any) -> None:
     dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("length")}  # the same for every input
     args = tuple(example[name] for name in names)
     torch.onnx.export(wrapper, args, str(path), input_names=names, dynamic_shapes=((dims,) * len(names),))
+    if quantized:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(str(path), str(path.with_suffix(".int8.onnx")), weight_type=QuantType.QInt8)
+        path = path.with_suffix(".int8.onnx")
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = torch.get_num_threads()
     session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -163,7 +171,7 @@ def main() -> None:
     rows = {}
     for setup in setups:
         rate = len(sentences) / statistics.median(seconds[setup])
-        base = "fp32" if setup.startswith("fp32") else "bf16 autocast"
+        base = "bf16 autocast" if setup.startswith("bf16") else "fp32"
         rows[setup] = {
             "sentences_per_s": rate,
             "against_plain": rate / (len(sentences) / statistics.median(seconds[base])),
