@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Transformer
 from transformers.modeling_outputs import BaseModelOutput
 
 from lwap.errors import InputError
@@ -77,6 +78,10 @@ def use_openvino(model: SentenceTransformer, precision: str = "fp32") -> float:
     if model.device.type != "cpu":
         raise InputError(f"the openvino backend runs on the CPU; the model is on {model.device}")
     transformer = model[0]
+    if not isinstance(transformer, Transformer):
+        raise InputError(
+            f"the openvino backend needs a Transformer first module, not {type(transformer).__name__}"
+        )
     backbone = transformer.model
     if isinstance(backbone, OpenVINOBackbone):
         raise InputError("this model already encodes through OpenVINO")
