@@ -31,11 +31,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+# compiled setups compile from an empty inductor cache, as on a user's first run (set before torch loads)
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="lwap-inductor-"))
 
 import torch
 from speedbench.machine import busy_cores

@@ -36,7 +36,7 @@ from typing import Any
 
 from speedbench.flops import Shapes, Step, summarize
 from speedbench.machine import busy_cores, machine_info
-from speedbench.measure import encode_speed, matmul_bound
+from speedbench.measure import encode_breakdown, encode_speed, matmul_bound
 from speedbench.report import write_report
 from speedbench.settings import LEVERS, PROFILED, REPO, TRAIN_SENTENCES, read_sentences
 from speedbench.variants import all_variants
@@ -79,6 +79,7 @@ def rerun_encoding(args: argparse.Namespace, md_path: Path) -> None:
     result["encoding_busy_cores_before"] = busy_cores()
     result["encoding_bound"] = matmul_bound(threads, repeats=20)  # the encode targets' cap, this run
     result["encoding"] = encode_speed(read_sentences(n), rounds, threads)
+    result["encoding_breakdown"] = encode_breakdown(read_sentences(min(n, 2000)), threads)
     result["encoding_date"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     result["encoding_command"] = " ".join(["python benchmarks/speed.py", *sys.argv[1:]])
     result["settings"] |= {"encode_sentences": n, "encode_rounds": rounds}
@@ -171,6 +172,7 @@ def measure(args: argparse.Namespace) -> None:
 
         hf_logging.set_verbosity_error()
         result["encoding"] = encode_speed(read_sentences(encode_n), encode_rounds, threads)
+        result["encoding_breakdown"] = encode_breakdown(read_sentences(min(encode_n, 2000)), threads)
         print("speed: encoding done", flush=True)
     result["load_average"] = {"before": load_before, "after": os.getloadavg()}
     result["busy_cores_before"] = busy_before

@@ -51,8 +51,8 @@ class OpenVINOBackbone(torch.nn.Module):
 
     def forward(self, **inputs: Any) -> BaseModelOutput:
         feeds = {name: inputs[name].cpu().numpy() for name in self.input_names}
-        # copy: the request overwrites its output buffer on the next call
-        out = torch.from_numpy(self.request.infer(feeds)[0].copy())
+        # infer returns a fresh array (share_outputs=False): later calls cannot overwrite earlier outputs
+        out = torch.from_numpy(self.request.infer(feeds)[0])
         if not self.all_layers:
             return BaseModelOutput(last_hidden_state=out)
         return BaseModelOutput(last_hidden_state=out[-1], hidden_states=tuple(out))

@@ -90,13 +90,6 @@ def encode_speed(sentences: list[str], rounds: int, threads: int) -> dict[str, A
             with autocast(precision_of[key]):
                 models[key].encode(sentences, batch_size=BATCH, convert_to_numpy=True)
             seconds[key].append(time.perf_counter() - start)
-    tokenizer = models["cls/fp32"].tokenizer
-    order = sorted(sentences, key=len, reverse=True)  # as `encode` batches them: longest first
-    padded = sum(
-        len(batch)
-        * max(len(ids) for ids in tokenizer(batch, truncation=True, max_length=MAX_LENGTH)["input_ids"])
-        for batch in (order[i : i + BATCH] for i in range(0, len(order), BATCH))
-    )
     rates = {
         key: {
             "sentences_per_s": len(sentences) / statistics.median(ts),
@@ -105,4 +98,87 @@ def encode_speed(sentences: list[str], rounds: int, threads: int) -> dict[str, A
         }
         for key, ts in seconds.items()
     }
-    return rates | {"tokens_per_sentence": padded / len(sentences)}
+    return rates | {
+        "tokens_per_sentence": padded_tokens_per_sentence(models["cls/fp32"].tokenizer, sentences)
+    }
+
+
+def padded_tokens_per_sentence(tokenizer: Any, sentences: list[str]) -> float:
+    """Tokens per sentence as `model.encode` pads them: longest first, batches of BATCH, MAX_LENGTH cut."""
+    order = sorted(sentences, key=len, reverse=True)
+    batches = (order[i : i + BATCH] for i in range(0, len(order), BATCH))
+    encoded = (tokenizer(batch, truncation=True, max_length=MAX_LENGTH)["input_ids"] for batch in batches)
+    return sum(len(ids) * max(map(len, ids)) for ids in encoded) / len(sentences)
+
+
+BREAKDOWN_SETUPS = ("lwap/fp32", "lwap/fp32/openvino", "lwap/bf16", "lwap/bf16/openvino", "cls/bf16/openvino")
+
+
+class _Timers:
+    """Seconds spent per part of `model.encode`: tokenization, the first module, the modules after it."""
+
+    def __init__(self, model: Any) -> None:
+        self.spent = {"tokenize": 0.0, "backbone": 0.0, "pooling": 0.0}
+        self._started: dict[str, float] = {}
+        inner = model.preprocess
+
+        def preprocess(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.spent["tokenize"] += time.perf_counter() - start
+
+        model.preprocess = preprocess  # sentence-transformers calls self.preprocess once per batch
+        modules = list(model)
+        for part, module in (("backbone", modules[0]), *(("pooling", m) for m in modules[1:])):
+            module.register_forward_pre_hook(self._pre(part))
+            module.register_forward_hook(self._post(part))
+
+    def _pre(self, part: str) -> Any:
+        return lambda *_: self._started.__setitem__(part, time.perf_counter())
+
+    def _post(self, part: str) -> Any:
+        def hook(*_: Any) -> None:
+            self.spent[part] += time.perf_counter() - self._started[part]
+
+        return hook
+
+    def reset(self) -> None:
+        self.spent = dict.fromkeys(self.spent, 0.0)
+
+
+def encode_breakdown(sentences: list[str], threads: int, repeats: int = 3) -> dict[str, Any]:
+    """Where one `model.encode` call spends its time: tokenization, backbone, pooling modules, the rest.
+
+    Timers wrap `model.preprocess` (sentence-transformers' tokenization step) and the forward of the
+    first module (the backbone, torch or OpenVINO) and of the pooling modules after it; *rest* is the
+    remainder of the call (sorting, batching, moving outputs). Seconds are medians over `repeats` calls
+    after one warm-up call.
+    """
+    import torch
+
+    from lwap import build_model
+    from lwap.encoding import autocast
+    from lwap.openvino_backbone import use_openvino
+
+    torch.set_num_threads(threads)
+    result = {}
+    for key in BREAKDOWN_SETUPS:
+        pooling, precision, *backend = key.split("/")
+        model = build_model(BACKBONE, pooling, max_seq_length=MAX_LENGTH).eval()
+        if backend:
+            use_openvino(model, precision)
+        timers = _Timers(model)
+        runs = []
+        for r in range(repeats + 1):
+            timers.reset()
+            start = time.perf_counter()
+            with autocast(precision):
+                model.encode(sentences, batch_size=BATCH, convert_to_numpy=True)
+            total = time.perf_counter() - start
+            if r:
+                runs.append({"total": total, **timers.spent, "rest": total - sum(timers.spent.values())})
+        result[key] = {part: statistics.median(run[part] for run in runs) for part in runs[0]}
+    tokens = padded_tokens_per_sentence(model.tokenizer, sentences)
+    return {"sentences": len(sentences), "repeats": repeats, "tokens_per_sentence": tokens, "setups": result}
