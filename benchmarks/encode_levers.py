@@ -83,22 +83,16 @@ def build(setup: str, state: dict[str, torch.Tensor]) -> Any:
 
 
 def use_onnxruntime(model: Any, quantized: bool = False) -> None:
-    """The backbone through ONNX Runtime, hidden states stacked as in `lwap.openvino_backbone`."""
-    import tempfile
-
+    """The backbone through ONNX Runtime: the graph `lwap.openvino_backbone` converts, exported to ONNX."""
     import onnxruntime
-    from transformers.modeling_outputs import BaseModelOutput
 
-    from lwap.openvino_backbone import _StackedHiddenStates
+    from lwap.openvino_backbone import stacked_backbone, stacked_output
 
-    transformer = model[0]
-    example = model.preprocess(["an example sentence", "a second, longer example sentence"])
-    names = [n for n in transformer.tokenizer.model_input_names if n in example]
-    wrapper = _StackedHiddenStates(transformer.model, names, all_layers=True).eval()
+    wrapper, example = stacked_backbone(model)
+    names, all_layers = wrapper.input_names, wrapper.all_layers
     path = Path(tempfile.mkdtemp(prefix="lwap-ort-")) / "backbone.onnx"
     dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("length")}  # the same for every input
-    args = tuple(example[name] for name in names)
-    torch.onnx.export(wrapper, args, str(path), input_names=names, dynamic_shapes=((dims,) * len(names),))
+    torch.onnx.export(wrapper, example, str(path), input_names=names, dynamic_shapes=((dims,) * len(names),))
     if quantized:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -109,13 +103,13 @@ def use_onnxruntime(model: Any, quantized: bool = False) -> None:
     session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     class OnnxBackbone(torch.nn.Module):
-        config = transformer.model.config
+        config = model[0].model.config
 
-        def forward(self, **inputs: Any) -> BaseModelOutput:
-            out = torch.from_numpy(session.run(None, {n: inputs[n].numpy() for n in names})[0])
-            return BaseModelOutput(last_hidden_state=out[-1], hidden_states=tuple(out))
+        def forward(self, **inputs: Any) -> Any:
+            out = session.run(None, {n: inputs[n].numpy() for n in names})[0]
+            return stacked_output(torch.from_numpy(out), all_layers)
 
-    transformer.model = OnnxBackbone()
+    model[0].model = OnnxBackbone()
 
 
 def has_onnxruntime() -> bool:

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--backend",
         choices=("torch", "openvino"),
         default="torch",
-        help="openvino: the backbone as an OpenVINO graph, CPU only, about 2x faster in fp32 and 1.15x in "
+        help="openvino: the backbone as an OpenVINO graph, CPU only, about 2x faster in fp32 and 1.2-1.3x in "
         "bf16 on the benchmark machine (docs/BENCHMARKS.md); needs pip install 'lwap[openvino]'",
     )
     parser.add_argument("--max-seq-length", type=int, default=None, help="truncate longer inputs (tokens)")

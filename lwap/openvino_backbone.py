@@ -1,7 +1,7 @@
 """Run a model's backbone through OpenVINO, every layer's hidden states out, the pooling head in torch.
 
 Encoding is forward-only, so a graph compiler can fuse what eager torch runs op by op; on this CPU
-OpenVINO's fp32 kernels are also about twice torch's (docs/BENCHMARKS.md, "Encoding backends").
+OpenVINO's fp32 kernels are also about twice torch's (docs/BENCHMARKS.md, "Encoding").
 Why not sentence-transformers' own `backend="openvino"`: it goes through optimum's
 `OVModelForFeatureExtraction`, whose graph returns only the last hidden state, while LWAP (and the
 weighted, first_last_avg and last2_avg poolers) pool over every layer. Here the backbone is converted
@@ -24,7 +24,6 @@ from transformers.modeling_outputs import BaseModelOutput
 
 from lwap.errors import InputError
 
-BACKENDS = ("torch", "openvino")
 _OV_PRECISION = {"fp32": "f32", "bf16": "bf16"}
 
 
@@ -41,6 +40,27 @@ class _StackedHiddenStates(torch.nn.Module):
         return torch.stack(out.hidden_states) if self.all_layers else out.last_hidden_state
 
 
+def stacked_backbone(model: SentenceTransformer) -> tuple[_StackedHiddenStates, tuple[torch.Tensor, ...]]:
+    """`model`'s backbone as one-output module (all layers where its config asks for hidden states), and
+    example inputs to trace it with: the tokenizer's inputs that the backbone's forward accepts."""
+    transformer, backbone = model[0], model[0].model
+    accepted = set(inspect.signature(backbone.forward).parameters)
+    example = model.preprocess(["an example sentence", "a second, longer example sentence"])
+    input_names = [
+        name for name in transformer.tokenizer.model_input_names if name in accepted and name in example
+    ]
+    all_layers = bool(getattr(backbone.config, "output_hidden_states", False))
+    wrapper = _StackedHiddenStates(backbone, input_names, all_layers).eval()
+    return wrapper, tuple(example[name] for name in input_names)
+
+
+def stacked_output(out: torch.Tensor, all_layers: bool) -> BaseModelOutput:
+    """What the torch backbone returns, from the stacked output of `_StackedHiddenStates`' graph."""
+    if not all_layers:
+        return BaseModelOutput(last_hidden_state=out)
+    return BaseModelOutput(last_hidden_state=out[-1], hidden_states=tuple(out))
+
+
 class OpenVINOBackbone(torch.nn.Module):
     """Stands in for `Transformer.model`: called the same way, returns the same `BaseModelOutput`."""
 
@@ -52,10 +72,7 @@ class OpenVINOBackbone(torch.nn.Module):
     def forward(self, **inputs: Any) -> BaseModelOutput:
         feeds = {name: inputs[name].cpu().numpy() for name in self.input_names}
         # infer returns a fresh array (share_outputs=False): later calls cannot overwrite earlier outputs
-        out = torch.from_numpy(self.request.infer(feeds)[0])
-        if not self.all_layers:
-            return BaseModelOutput(last_hidden_state=out)
-        return BaseModelOutput(last_hidden_state=out[-1], hidden_states=tuple(out))
+        return stacked_output(torch.from_numpy(self.request.infer(feeds)[0]), self.all_layers)
 
     def save_pretrained(self, *args: Any, **kwargs: Any) -> None:
         raise InputError(
@@ -86,17 +103,11 @@ def use_openvino(model: SentenceTransformer, precision: str = "fp32") -> float:
     if isinstance(backbone, OpenVINOBackbone):
         raise InputError("this model already encodes through OpenVINO")
     started = time.perf_counter()
-    accepted = set(inspect.signature(backbone.forward).parameters)
-    example = model.preprocess(["an example sentence", "a second, longer example sentence"])
-    input_names = [
-        name for name in transformer.tokenizer.model_input_names if name in accepted and name in example
-    ]
-    all_layers = bool(getattr(backbone.config, "output_hidden_states", False))
-    wrapper = _StackedHiddenStates(backbone, input_names, all_layers).eval()
+    wrapper, example = stacked_backbone(model)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer warnings about Python control flow: noise for a user
-        graph = openvino.convert_model(wrapper, example_input=tuple(example[name] for name in input_names))
-    for port, name in zip(graph.inputs, input_names, strict=True):
+        graph = openvino.convert_model(wrapper, example_input=example)
+    for port, name in zip(graph.inputs, wrapper.input_names, strict=True):
         port.get_tensor().set_names({name})
     compiled = openvino.Core().compile_model(
         graph,
@@ -107,5 +118,5 @@ def use_openvino(model: SentenceTransformer, precision: str = "fp32") -> float:
             "PERFORMANCE_HINT": "LATENCY",  # one request at a time, all threads on it: how encode calls it
         },
     )
-    transformer.model = OpenVINOBackbone(compiled, input_names, backbone.config, all_layers)
+    transformer.model = OpenVINOBackbone(compiled, wrapper.input_names, backbone.config, wrapper.all_layers)
     return time.perf_counter() - started

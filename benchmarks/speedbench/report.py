@@ -113,6 +113,11 @@ def target_lines(
     return lines
 
 
+def forward_gflop_per_sentence(shapes: dict[str, int], tokens: float) -> float:
+    """The backbone's forward matmul GFLOP for one sentence of `tokens` padded tokens: 2·N per token."""
+    return 2 * shapes["linear_params"] * tokens / 1e9
+
+
 def encode_backend_lines(
     encode: dict[str, Any],
     shapes: dict[str, int] | None,
@@ -133,7 +138,7 @@ def encode_backend_lines(
         ratio = fast["sentences_per_s"] / plain["sentences_per_s"]
         why = f"OpenVINO's graph is built once per load: {fast.get('convert_seconds', 0):.1f} s"
         if tokens and shapes:
-            gflop = 2 * shapes["linear_params"] * tokens / 1e9
+            gflop = forward_gflop_per_sentence(shapes, tokens)
             ceiling = bound[precision]["bound_gflops"] / gflop
             at = fast["sentences_per_s"] * gflop / bound[precision]["bound_gflops"]
             why += (
@@ -243,7 +248,7 @@ def breakdown_lines(result: dict[str, Any]) -> list[str]:
         )
         vs = ""
         if tokens and shapes:
-            gflops = 2 * shapes["linear_params"] * tokens * b["sentences"] / t["backbone"] / 1e9
+            gflops = forward_gflop_per_sentence(shapes, tokens) * b["sentences"] / t["backbone"]
             vs = pct(gflops / bound[key.split("/")[1]]["bound_gflops"])
         out.append(f"| {key} | {t['total']:.2f} s | {share} | {vs} |")
     return out
