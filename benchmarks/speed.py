@@ -34,11 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from speedbench.flops import Shapes, Step, summarize
+from speedbench.flops import Shapes
 from speedbench.machine import busy_cores, machine_info
 from speedbench.measure import encode_breakdown, encode_speed, matmul_bound
 from speedbench.report import write_report
 from speedbench.settings import LEVERS, PROFILED, REPO, TRAIN_SENTENCES, read_sentences
+from speedbench.throughput import summarize
+from speedbench.timing import Step
 from speedbench.variants import all_variants
 from speedbench.workers import Workers
 

@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from lwap.lwap_choices import LWAP_STARTS, SCORE_SCALES
 from lwap.module_io import SafetensorsModule
-from lwap.registry import LWAP_STARTS, SCORE_SCALES
 
 
 class LayerwiseAttentionPooling(SafetensorsModule):

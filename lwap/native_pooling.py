@@ -57,7 +57,7 @@ def native_pooling_modules(source: str, hidden: int, choice: str) -> list[Module
 
     `source`: the backbone's sentence-transformers folder (not its Transformer subfolder) or hub id.
     """
-    if choice != "auto":  # checked against lwap.registry.NATIVE_POOLINGS before this is called
+    if choice != "auto":  # checked against lwap.lwap_choices.NATIVE_POOLINGS before this is called
         return [Pooling(hidden, choice)]
     declared = declared_pooling(source)
     if declared is None:

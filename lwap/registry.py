@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwap.errors import ConfigError, unknown_value
-
-SCORE_SCALES = ("num_layers", "sqrt_hidden")
-LWAP_STARTS = ("random", "native")
-NATIVE_POOLINGS = ("auto", "mean", "cls")
+from lwap.lwap_choices import LWAP_STARTS, NATIVE_POOLINGS, SCORE_SCALES
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def test_config_lists_every_key(path: Path) -> None:
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_config_builds_with_tiny_backbone(path: Path, tiny_bert: Path) -> None:
     from lwap.train.losses import SimCSELoss
-    from lwap.train.run import build_configured_model
+    from lwap.train.trainer import build_configured_model
 
     config = load_config(path, [f"model.backbone={tiny_bert}"])
     if config.model.lwap_start == "native":  # the tiny BERT is a plain encoder: no pooling of its own

@@ -15,7 +15,8 @@ from typing import Any
 
 from lwap.files import write_json_atomically
 from lwap.train import outputs
-from lwap.train.config import ModelConfig, TrainConfig, dump_config
+from lwap.train.config import TrainConfig, dump_config
+from lwap.train.trainer import build_trainer, training_arguments
 
 
 def output_path(config: TrainConfig) -> Path:
@@ -43,8 +44,6 @@ def train(
     resume_from = outputs.check_output_dir(
         out, overwrite=overwrite, resume=resume
     )  # read-only, every process
-
-    from lwap.train.trainer import build_trainer, training_arguments  # not at the top: it imports this module
 
     args = training_arguments(config, out, resuming=resume_from is not None)
     is_main = args.process_index == 0
@@ -99,13 +98,6 @@ def train(
 
         dist.barrier()  # the other processes wait until the model folder is complete
     return summary
-
-
-def build_configured_model(m: ModelConfig) -> Any:
-    """The SentenceTransformer a config's `model` section describes (backbone + pooling head)."""
-    from lwap.model import build_model
-
-    return build_model(m.backbone, m.pooling, max_seq_length=m.max_seq_length, **m.pooler_options())
 
 
 def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | None) -> None:

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lwap.errors import ConfigError
 from lwap.train import outputs
-from lwap.train.config import TrainConfig
-from lwap.train.run import build_configured_model
+from lwap.train.config import ModelConfig, TrainConfig
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -103,6 +102,13 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
         )
     except ValueError as error:  # transformers' own consistency checks; ours run first, so this is rare
         raise ConfigError(f"training settings rejected by transformers: {error}") from None
+
+
+def build_configured_model(m: ModelConfig) -> SentenceTransformer:
+    """The SentenceTransformer a config's `model` section describes (backbone + pooling head)."""
+    from lwap.model import build_model
+
+    return build_model(m.backbone, m.pooling, max_seq_length=m.max_seq_length, **m.pooler_options())
 
 
 def build_trainer(

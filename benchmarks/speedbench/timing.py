@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from speedbench.flops import Step
+
+@dataclass
+class Step:
+    """One timed step: its seconds, and per backbone forward (rows, padded length, real tokens)."""
+
+    seconds: float
+    forwards: list[tuple[int, int, int]]
 
 
 class Clock:

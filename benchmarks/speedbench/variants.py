@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedbench.flops import Shapes, Step, backbone_shapes, record_forwards
+from speedbench.flops import Shapes, backbone_shapes, record_forwards
 from speedbench.settings import BATCH, LEVERS, MAX_LENGTH, NO_LEVERS, QUICKSTART, TRAIN_SENTENCES
-from speedbench.timing import Clock, clock_callback
+from speedbench.timing import Clock, Step, clock_callback
 
 
 @dataclass
