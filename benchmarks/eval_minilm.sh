@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The evaluation baselines quoted in README.md: `lwap eval` on the packaged all-MiniLM-L6-v2 with its own
-# mean pooling, and with `cls` pooling of the same, untouched backbone. Rerun with
+# The evaluation baselines quoted in docs/EVALUATION.md: `lwap eval` on the packaged all-MiniLM-L6-v2 with its
+# own mean pooling, and with `cls` pooling of the same, untouched backbone. Rerun with
 #   bash benchmarks/eval_minilm.sh [OUTPUT_DIR [more lwap eval options]]
 # (default OUTPUT_DIR benchmarks/results/eval-minilm; e.g. add --precision bf16 or --mteb).
 # Each run prints its table and wall time; OUTPUT_DIR/<run>/ gets results.json and results.md.
