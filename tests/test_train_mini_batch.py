@@ -25,10 +25,11 @@ BATCH, MINI = 12, 5  # mini-batches of 5, 5, 2: uneven on purpose
 
 
 def columns(model, supervised: bool) -> list[dict]:
+    """One column (unsupervised) or three (supervised) of tokenized sentences, on the model's device."""
     texts = (SENTENCES * (3 * BATCH))[: 3 * BATCH]
-    if not supervised:
-        return [model.preprocess(texts[:BATCH])]
-    return [model.preprocess(texts[i * BATCH : (i + 1) * BATCH]) for i in range(3)]
+    chunks = [texts[:BATCH]] if not supervised else [texts[i * BATCH : (i + 1) * BATCH] for i in range(3)]
+    tokenized = [model.preprocess(chunk) for chunk in chunks]
+    return [{k: v.to(model.device) if torch.is_tensor(v) else v for k, v in t.items()} for t in tokenized]
 
 
 def gradients(model) -> dict[str, torch.Tensor]:
@@ -66,14 +67,17 @@ def assert_same(cached: tuple[torch.Tensor, dict], reference: tuple[torch.Tensor
 
 @pytest.mark.parametrize("supervised", [False, True], ids=["unsup", "sup"])
 @pytest.mark.parametrize("pooling", ["lwap", "cls"])
-def test_mini_batches_equal_full_batch_with_dropout(tiny_bert: Path, supervised: bool, pooling: str) -> None:
-    model = build_model(str(tiny_bert), pooling, max_seq_length=16).train()  # dropout 0.1 in the BERT
+def test_mini_batches_equal_full_batch_with_dropout(
+    tiny_bert: Path, supervised: bool, pooling: str, device: str = "cpu"
+) -> None:
+    """(tests/test_gpu.py runs this on CUDA too.)"""
+    model = build_model(str(tiny_bert), pooling, max_seq_length=16, device=device).train()  # dropout 0.1
     features = columns(model, supervised)
     loss = SimCSELoss(model, hard_negative_weight=2.0 if supervised else 1.0)
     cached = CachedSimCSELoss(loss, MINI)
 
     torch.manual_seed(3)
-    value = cached([dict(f) for f in features], torch.zeros(BATCH))
+    value = cached([dict(f) for f in features], torch.zeros(BATCH, device=model.device))
     value.backward()
     got = (value.detach(), gradients(model))
     expected = (mini_batch_reference(model, loss, [dict(f) for f in features], seed=3), gradients(model))
@@ -81,25 +85,29 @@ def test_mini_batches_equal_full_batch_with_dropout(tiny_bert: Path, supervised:
 
     # a different seed draws other masks: the comparison above is not trivially equal
     torch.manual_seed(4)
-    other = cached([dict(f) for f in features], torch.zeros(BATCH))
+    other = cached([dict(f) for f in features], torch.zeros(BATCH, device=model.device))
     other.backward()
     model.zero_grad(set_to_none=True)
     assert abs(other.item() - got[0].item()) > 1e-4
 
 
 @pytest.mark.parametrize("supervised", [False, True], ids=["unsup", "sup"])
-def test_mini_batches_equal_one_forward_without_dropout(tiny_bert: Path, supervised: bool) -> None:
-    model = build_model(str(tiny_bert), "mean", max_seq_length=16).train()  # LWAP's RReLU is random too
+def test_mini_batches_equal_one_forward_without_dropout(
+    tiny_bert: Path, supervised: bool, device: str = "cpu"
+) -> None:
+    # mean pooling: LWAP's RReLU draws random slopes too
+    model = build_model(str(tiny_bert), "mean", max_seq_length=16, device=device).train()
     for module in model.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0  # BERT's attention dropout reads the same module's p
     features = columns(model, supervised)
     loss = SimCSELoss(model, hard_negative_weight=2.0 if supervised else 1.0)
 
-    full = loss([dict(f) for f in features], torch.zeros(BATCH))  # one merged forward of the whole batch
+    labels = torch.zeros(BATCH, device=model.device)
+    full = loss([dict(f) for f in features], labels)  # one merged forward of the whole batch
     full.backward()
     expected = (full.detach(), gradients(model))
-    cached = CachedSimCSELoss(loss, MINI)([dict(f) for f in features], torch.zeros(BATCH))
+    cached = CachedSimCSELoss(loss, MINI)([dict(f) for f in features], labels)
     cached.backward()
     assert_same((cached.detach(), gradients(model)), expected)
 

@@ -62,7 +62,9 @@ class StopOnSignal(TrainerCallback):
 
     def _agreed(self, args: TrainingArguments) -> bool:
         """Whether any process was signalled; every process must stop at the same step."""
-        if args.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
+        # every process group, even torchrun's of one process: that runs the collective each step, so a
+        # one-GPU run shows whether it works with the backend (nccl takes CUDA tensors only)
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
             device = collective_device(str(torch.distributed.get_backend()), args.device)
             flag = torch.tensor([1.0 if self.requested else 0.0], device=device)
             torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
