@@ -57,6 +57,11 @@ def gpu_config(tmp_path: Path, tiny_bert: Path, name: str = "run", **training) -
     return path
 
 
+def first_linear(model: torch.nn.Module) -> torch.nn.Module:
+    """The backbone's first Linear (a query projection): its output has the autocast dtype."""
+    return next(m for m in model[0].modules() if isinstance(m, torch.nn.Linear))
+
+
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_training_step_autocasts_on_cuda(tmp_path: Path, tiny_bert: Path, precision: str) -> None:
     from lwap.train import load_config
@@ -66,11 +71,10 @@ def test_training_step_autocasts_on_cuda(tmp_path: Path, tiny_bert: Path, precis
     built = build_trainer(config, tmp_path / "out", checkpoints=False)
     seen: list[tuple[bool, torch.dtype, torch.dtype]] = []
 
-    def record(module, inputs, output) -> None:
-        hidden = output["token_embeddings"]
-        seen.append((torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda"), hidden.dtype))
+    def record(module, inputs, output) -> None:  # a Linear's output: autocast's dtype (LayerNorm's is fp32)
+        seen.append((torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda"), output.dtype))
 
-    built.model[0].register_forward_hook(record)
+    first_linear(built.model).register_forward_hook(record)
     before = [p.detach().clone() for p in built.model.parameters() if p.requires_grad]
     built.trainer.train()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
@@ -92,7 +96,7 @@ def test_encode_and_search_bf16_on_cuda_within_tolerance(tiny_bert: Path) -> Non
 
     model = build_model(str(tiny_bert), "mean", device="cuda").eval()
     dtypes: list[torch.dtype] = []
-    model[0].register_forward_hook(lambda m, i, out: dtypes.append(out["token_embeddings"].dtype))
+    first_linear(model).register_forward_hook(lambda m, i, out: dtypes.append(out.dtype))
     texts = list(dict.fromkeys(SENTENCES)) * 4
     fp32 = encode(model, texts, precision="fp32", normalize=True)
     bf16 = encode(model, texts, precision="bf16", normalize=True)
