@@ -89,6 +89,8 @@ def ms(seconds: float) -> str:
 def measured_lines(result: dict[str, Any], tier: str) -> list[str]:
     m = result["machine"]
     smoke = " — SMOKE RUN (tiny shapes on the CPU): not a measurement" if result.get("smoke") else ""
+    if not result.get("complete", True):
+        smoke += " — INCOMPLETE (the run stopped at its time limit; rows below are what it measured)"
     lines = [
         f"## GPU training ({m['device']}){smoke}",
         "",
@@ -124,7 +126,7 @@ def measured_lines(result: dict[str, Any], tier: str) -> list[str]:
         mfu = sup["lwap"]["mfu"]
         verdict = "PASS" if mfu >= 0.35 else "**MISS**"
         lines.append(f"| {TARGETS[2]} | `lwap train`, LWAP | {mfu * 100:.1f}% | {verdict} |")
-    unsup = next(iter(settings.values()))
+    unsup = next(iter(settings.values()), {})
     if "lwap" in unsup:
         lines.append(
             f"| (reported: the small unsupervised batch is launch-bound) | {next(iter(settings))} | "

@@ -444,6 +444,15 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {},
         "levers": {},
     }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(complete: bool) -> None:
+        """After every run: a run stopped by a time limit still leaves what it measured."""
+        result["complete"] = complete
+        result["seconds"] = round(time.perf_counter() - start, 1)
+        out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+
     for setting in settings:
         rows = result["settings"][setting.name] = {
             "objective": setting.objective,
@@ -455,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue  # the plain loop has no mini-batches
             print(f"gpu_speed: {setting.name}: {kind}", flush=True)
             rows[kind] = run_one(kind, setting, env)
+            save(complete=False)
     unsup = settings[0]
     levers = (("lwap", "torch.compile"), ("plain", "torch.compile"), ("plain", "torch.compile + CUDA graphs"))
     for kind, lever in levers:
@@ -470,9 +480,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as error:  # a lever that fails is a result, not a crash of the benchmark
                 first_line = next(iter(str(error).splitlines()), "")[:300]
                 result["levers"][key] = {"failed": f"{type(error).__name__}: {first_line}"}
-    result["seconds"] = round(time.perf_counter() - start, 1)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1), encoding="utf-8")
+        save(complete=False)
+    save(complete=True)
     print(f"gpu_speed: wrote {args.out} ({result['seconds']:.0f} s)", flush=True)
     return 0
 
