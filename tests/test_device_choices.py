@@ -230,3 +230,15 @@ def test_simcse_recipe_config() -> None:
     assert (c.training.per_device_batch_size, c.training.mini_batch_size) == (512, 128)
     assert (c.training.learning_rate, c.training.epochs, c.training.precision) == (5e-5, 3, "fp16")
     assert c.objective.name == "sup_simcse" and c.objective.hard_negative_weight == 1.0
+
+
+def test_torch_is_a_range_and_ci_installs_the_cpu_wheel_first() -> None:
+    """A cluster's own CUDA torch satisfies lwap's requirement; CI still installs the CPU wheel, before
+    lwap, so the range is already met and pip pulls no CUDA build."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    repo = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    torch_requirement = next(d for d in project["dependencies"] if d.startswith("torch"))
+    assert ">=" in torch_requirement and "==" not in torch_requirement
+    ci = (repo / ".ci" / "run").read_text(encoding="utf-8")
+    assert ci.index("pip install -q torch==2.13.0") < ci.index('pip install -q -e ".[dev]"')
