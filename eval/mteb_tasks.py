@@ -150,7 +150,7 @@ class _CountingWrapper(SentenceTransformerEncoderWrapper):
         self.encoded: dict[str, int] = {}
 
     def encode(self, inputs: Any, *, task_metadata: TaskMetadata, **kwargs: Any) -> Any:
-        with autocast(self.precision):
+        with autocast(self.precision, self.model.device):
             embeddings = super().encode(inputs, task_metadata=task_metadata, **kwargs)
         if hasattr(embeddings, "float"):  # torch tensor: upcast, as mteb's own postprocessing does
             embeddings = embeddings.float()

@@ -32,7 +32,7 @@ MAIN_SEARCH_METRIC = "ndcg@10"
 
 def _cosine_fp32(queries: torch.Tensor, documents: torch.Tensor) -> torch.Tensor:
     """Cosine scores in fp32 even under bf16 autocast: bf16 scores (8-bit mantissa) would tie many ranks."""
-    with torch.autocast("cpu", enabled=False):
+    with torch.autocast(queries.device.type, enabled=False):  # the device whose autocast is active
         return cos_sim(queries.float(), documents.float())
 
 
@@ -61,7 +61,7 @@ def score_search(
         main_score_function="cosine",
         name=dataset.name,
     )
-    with autocast(precision):
+    with autocast(precision, model.device):
         metrics = evaluator(model)
     prefix = f"{dataset.name}_cosine_"
     scores = {ours: float(metrics[prefix + theirs]) * 100.0 for ours, theirs in SEARCH_METRICS.items()}

@@ -1,8 +1,8 @@
 """Encode sentences with input checks, and encode text files to `.npy` without holding them in memory.
 
 `SentenceTransformer.encode` does the work; this module adds what a command-line user needs around it:
-clear errors for non-string input, an empty result of the right width, bf16 on the CPU, and streaming
-of arbitrarily large files into a memory-mapped `.npy` (one row per input line, line order kept).
+clear errors for non-string input, an empty result of the right width, bf16 on the model's device, and
+streaming of arbitrarily large files into a memory-mapped `.npy` (one row per input line, order kept).
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ def check_sentences(sentences: Sequence[Any]) -> list[str]:
     return checked
 
 
-def autocast(precision: str) -> contextlib.AbstractContextManager[Any]:
-    """bf16 autocast on the CPU (faster matmuls: docs/BENCHMARKS.md), or nothing for fp32."""
+def autocast(precision: str, device: str | torch.device = "cpu") -> contextlib.AbstractContextManager[Any]:
+    """bf16 autocast on `device`'s type (the model's: an autocast on another device type does nothing),
+    or nothing for fp32. On the CPU bf16 means faster matmuls (docs/BENCHMARKS.md)."""
     if precision not in PRECISIONS:
         raise InputError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "bf16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -68,7 +69,7 @@ def encode(
         return np.zeros((0, dim), dtype=np.float32)
     first_index: dict[str, int] = {}
     rows = [first_index.setdefault(text, len(first_index)) for text in texts]
-    with autocast(precision):
+    with autocast(precision, model.device):
         embeddings = model.encode(
             list(first_index),
             batch_size=batch_size,

@@ -44,6 +44,7 @@ def build_model(
     except OSError as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BackboneNotFoundError(f"could not load backbone {backbone!r}: {first_line}") from error
+    freeze_unused_pooler(transformer.model)
     limit = _length_limit(transformer)
     transformer.max_seq_length = limit if max_seq_length is None else min(max_seq_length, limit)
     given = Path(backbone).expanduser()  # a sentence-transformers root, whose Transformer may sit below
@@ -54,6 +55,22 @@ def build_model(
     )
     heads = pooler.head(shape, options)
     return SentenceTransformer(modules=[transformer, *heads], device=device)
+
+
+def freeze_unused_pooler(backbone: Any) -> bool:
+    """Freeze BERT's pooler layer (dense + tanh over [CLS]), which no lwap pooler reads.
+
+    Trainable and unused, its parameters get no gradient, and DDP would need `find_unused_parameters`
+    (an extra graph walk every step); DDP leaves frozen parameters out. Frozen rather than removed
+    (`add_pooling_layer=False`): a saved model without the pooler's weights makes transformers report
+    them missing on every load, by lwap or anyone, while frozen they are saved as loaded and old and new
+    models load alike. Its forward (one H×H matmul on [CLS]) costs next to nothing, with no backward.
+    """
+    pooler = getattr(backbone, "pooler", None)
+    if pooler is None or not hasattr(pooler, "parameters"):
+        return False
+    pooler.requires_grad_(False)
+    return True
 
 
 def inference_max_seq_length(model: SentenceTransformer) -> int:

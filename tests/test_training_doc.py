@@ -11,7 +11,7 @@ from conftest import REPO
 
 from lwap.train.config import _SECTIONS, all_keys
 
-ROW = re.compile(r"^\| `([a-z_]+\.[a-z_]+)` \| (required|`[^`]*`) \|", re.MULTILINE)
+ROW = re.compile(r"^\| `([a-z_]+\.[a-z0-9_]+)` \| (required|`[^`]*`) \|", re.MULTILINE)
 REQUIRED = object()
 
 

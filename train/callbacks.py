@@ -62,8 +62,11 @@ class StopOnSignal(TrainerCallback):
 
     def _agreed(self, args: TrainingArguments) -> bool:
         """Whether any process was signalled; every process must stop at the same step."""
-        if args.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
-            flag = torch.tensor([1.0 if self.requested else 0.0])
+        # every process group, even torchrun's of one process: that runs the collective each step, so a
+        # one-GPU run shows whether it works with the backend (nccl takes CUDA tensors only)
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            device = collective_device(str(torch.distributed.get_backend()), args.device)
+            flag = torch.tensor([1.0 if self.requested else 0.0], device=device)
             torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
             self.requested = bool(flag.item())
         return self.requested
@@ -72,6 +75,17 @@ class StopOnSignal(TrainerCallback):
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous = {}
+
+
+def collective_device(backend: str, process_device: torch.device) -> torch.device:
+    """Where a tensor for a collective must live: nccl reduces CUDA tensors only, gloo CPU ones.
+
+    `backend` is torch.distributed.get_backend()'s answer ("nccl", "gloo", or "cpu:gloo,cuda:nccl",
+    which serves both); `process_device` is the process's own device (TrainingArguments.device).
+    """
+    if "nccl" in backend and "gloo" not in backend:
+        return process_device
+    return torch.device("cpu")
 
 
 class EvaluateAtEnd(TrainerCallback):

@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="override a config key, e.g. --set training.learning_rate=1e-4 (repeatable)",
     )
     parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default=None,
+        help="where to train (training.device): auto = CUDA if available; under torchrun one GPU per process",
+    )
+    parser.add_argument(
         "--resume",
         nargs="?",
         const=True,
@@ -56,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from lwap.train.config import load_config
     from lwap.train.run import train
 
-    config = load_config(resolve_config(args.config), args.overrides)
+    overrides = list(args.overrides) + ([f"training.device={args.device}"] if args.device else [])
+    config = load_config(resolve_config(args.config), overrides)
     train(config, config_path=args.config, resume=args.resume, overwrite=args.overwrite)
     return 0

@@ -26,7 +26,8 @@ from lwap import registry
 from lwap.errors import ConfigError, unknown_value
 
 OBJECTIVES = ("unsup_simcse", "sup_simcse")
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "fp16")
+DEVICES = ("auto", "cpu", "cuda")
 LR_SCHEDULERS = ("linear", "constant", "constant_with_warmup", "cosine")
 BATCH_SAMPLERS = ("random", "no_duplicates", "length_grouped")
 ATTENTIONS = ("sdpa", "eager")
@@ -99,7 +100,10 @@ class TrainingConfig:
     weight_decay: float = 0.0
     warmup_ratio: float = 0.0
     lr_scheduler: str = "linear"
-    precision: str = "fp32"  # fp32 | bf16 (autocast; on the CPU too)
+    precision: str = "fp32"  # fp32 | bf16 (autocast; on the CPU too) | fp16 (CUDA only, with a grad scaler)
+    device: str = "auto"  # auto (CUDA if available, else CPU) | cpu | cuda (torchrun: one GPU per process)
+    tf32: bool = True  # CUDA: TF32 tensor cores for fp32 matmuls (fp32 and bf16 runs); false = full fp32
+    mini_batch_size: int | None = None  # GradCache: encode N at a time, same gradients (cached_loss.py)
     seed: int = 42
     drop_last: bool = True  # drop the last incomplete batch (required with more than one process)
     batch_sampler: str = "random"  # random (SimCSE) | no_duplicates | length_grouped (less padding, faster)
@@ -361,6 +365,9 @@ def _check_values(c: TrainConfig, source: str) -> None:
     need(t.logging_steps >= 1, "training.logging_steps", "at least 1", t.logging_steps)
     _choice(t.lr_scheduler, LR_SCHEDULERS, "training.lr_scheduler", source)
     _choice(t.precision, PRECISIONS, "training.precision", source)
+    _choice(t.device, DEVICES, "training.device", source)
+    if t.mini_batch_size is not None:
+        need(t.mini_batch_size >= 1, "training.mini_batch_size", "at least 1 or null", t.mini_batch_size)
     _choice(t.batch_sampler, BATCH_SAMPLERS, "training.batch_sampler", source)
     _choice(t.attention, ATTENTIONS, "training.attention", source)
     need(t.length_group_size >= 1, "training.length_group_size", "at least 1", t.length_group_size)

@@ -67,6 +67,8 @@ class FreezeBackboneForWarmup(TrainerCallback):
 
     def __init__(self, model: Any, steps: int, announce: bool = True) -> None:
         self.backbone, self.steps, self.announce = model[0], steps, announce
+        # what trains after the warm-up: not what was frozen from the start (BERT's unused pooler)
+        self.trainable = [p for p in self.backbone.parameters() if p.requires_grad]
         self.frozen: bool | None = None
 
     def on_step_begin(
@@ -75,7 +77,7 @@ class FreezeBackboneForWarmup(TrainerCallback):
         frozen = state.global_step < self.steps
         if frozen == self.frozen:
             return
-        for parameter in self.backbone.parameters():
+        for parameter in self.trainable:
             parameter.requires_grad_(not frozen)
         if self.announce and (frozen or self.frozen is not None):
             what = "frozen (head warm-up)" if frozen else "trained from here on"
@@ -85,5 +87,5 @@ class FreezeBackboneForWarmup(TrainerCallback):
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
-        for parameter in self.backbone.parameters():  # a run shorter than the warm-up: leave it trainable
+        for parameter in self.trainable:  # a run shorter than the warm-up: leave it trainable
             parameter.requires_grad_(True)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     )
     from transformers import TrainerCallback
 
+    from lwap.train.cached_loss import CachedSimCSELoss
     from lwap.train.callbacks import StopOnSignal, Timing
     from lwap.train.losses import SimCSELoss
 
@@ -49,7 +50,7 @@ class BuiltTrainer:
 
     trainer: SentenceTransformerTrainer
     model: SentenceTransformer
-    loss: SimCSELoss
+    loss: SimCSELoss | CachedSimCSELoss
     evaluator: SentenceEvaluator | None
     args: SentenceTransformerTrainingArguments
     dataset: Dataset
@@ -66,11 +67,16 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
     from lwap.train.report import DEV_METRIC
 
     t, e, o = config.training, config.eval, config.output
-    use_cpu = not torch.cuda.is_available()
+    use_cpu = not training_on_cuda(t.device, torch.cuda.is_available())
+    if t.precision == "fp16" and use_cpu:
+        raise ConfigError(
+            "training.precision fp16 needs a CUDA GPU (fp16 training uses a gradient scaler); "
+            "use bf16 on the CPU"
+        )
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
     evaluate = e.stsb_dev
     try:
-        return SentenceTransformerTrainingArguments(
+        args = SentenceTransformerTrainingArguments(
             output_dir=str(out / outputs.CHECKPOINTS_DIR),
             num_train_epochs=t.epochs,
             max_steps=t.max_steps,
@@ -81,8 +87,12 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             warmup_steps=t.warmup_ratio,  # < 1 means a fraction of the total steps
             lr_scheduler_type=t.lr_scheduler,
             bf16=t.precision == "bf16",
+            fp16=t.precision == "fp16",  # transformers' fp16: autocast plus a gradient scaler
             use_cpu=use_cpu,
             ddp_backend="gloo" if use_cpu and distributed else None,
+            # every trainable parameter gets a gradient (BERT's pooler is frozen: lwap.model); the head
+            # warm-up turns the search back on (head_training.py)
+            ddp_find_unused_parameters=False if distributed else None,
             seed=t.seed,
             dataloader_drop_last=t.drop_last,
             batch_sampler=BATCH_SAMPLER_NAMES[t.batch_sampler],
@@ -102,6 +112,63 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
         )
     except ValueError as error:  # transformers' own consistency checks; ours run first, so this is rare
         raise ConfigError(f"training settings rejected by transformers: {error}") from None
+    check_one_device_per_process(args.n_gpu, args.world_size)
+    return args
+
+
+def training_on_cuda(device: str, cuda_available: bool) -> bool:
+    """Whether `training.device` (auto | cpu | cuda) trains on CUDA; ConfigError for cuda without one."""
+    if device == "cuda" and not cuda_available:
+        raise ConfigError("training.device is cuda, but torch sees no CUDA GPU (use cpu or auto)")
+    return device == "cuda" or (device == "auto" and cuda_available)
+
+
+def check_one_device_per_process(n_gpu: int, world_size: int) -> None:
+    """Refuse transformers' DataParallel: one process driving several GPUs.
+
+    It would split each batch across the GPUs and encode per_device_batch_size × GPUs sentences per
+    step, while lwap prints and saves the batch size it was given: SimCSE's negatives would change
+    silently (and DataParallel is slower than DDP). One process per GPU (torchrun) or one GPU.
+    """
+    if n_gpu > 1 and world_size == 1:
+        raise ConfigError(
+            f"this process sees {n_gpu} GPUs and would train with DataParallel; run one process per GPU "
+            f"(torchrun --nproc_per_node={n_gpu} -m lwap.train ...) or pick one (CUDA_VISIBLE_DEVICES=0)"
+        )
+
+
+def apply_device_settings(config: TrainConfig, model: Any, on_cuda: bool, say: bool) -> None:
+    """TF32 and the CPU speed levers, for where the model trains.
+
+    TF32 (`training.tf32`, on by default) lets CUDA fp32 matmuls (fp32 runs, and what bf16 autocast
+    leaves in fp32) use tensor cores. The CPU levers (attention eager, fast_dropout, keep_freed_memory)
+    were measured on CPUs only (docs/BENCHMARKS.md), so on CUDA they are skipped, saying so.
+    """
+    import torch
+
+    t = config.training
+    if on_cuda:
+        torch.set_float32_matmul_precision("high" if t.tf32 else "highest")
+        torch.backends.cudnn.allow_tf32 = t.tf32
+        levers = [
+            name
+            for name, on in (
+                ("attention: eager", t.attention != "sdpa"),
+                ("fast_dropout", t.fast_dropout),
+                ("keep_freed_memory", t.keep_freed_memory),
+            )
+            if on
+        ]
+        if levers and say:
+            print(
+                f"lwap train: CPU speed options skipped on CUDA (measured on CPUs only): {', '.join(levers)}",
+                flush=True,
+            )
+        return
+    if t.attention != "sdpa" or t.fast_dropout:
+        from lwap.train.fast_dropout import configure_for_training
+
+        configure_for_training(model, t.attention, t.fast_dropout)
 
 
 def build_configured_model(m: ModelConfig) -> SentenceTransformer:
@@ -145,7 +212,8 @@ def build_trainer(
         from lwap.train.data import load_train_dataset
 
         dataset = load_train_dataset(config.data, config.objective.name)
-    if config.training.keep_freed_memory:
+    on_cuda = args.device.type == "cuda"
+    if config.training.keep_freed_memory and not on_cuda:
         from lwap.train.allocator import keep_freed_memory
 
         keep_freed_memory()  # before the model and optimizer allocate
@@ -157,10 +225,11 @@ def build_trainer(
         hard_negative_weight=config.objective.hard_negative_weight,
         gather_across_devices=args.world_size > 1,
     )
-    if config.training.attention != "sdpa" or config.training.fast_dropout:
-        from lwap.train.fast_dropout import configure_for_training
+    if config.training.mini_batch_size is not None:
+        from lwap.train.cached_loss import CachedSimCSELoss
 
-        configure_for_training(model, config.training.attention, config.training.fast_dropout)
+        loss = CachedSimCSELoss(loss, config.training.mini_batch_size)
+    apply_device_settings(config, model, on_cuda, say=args.process_index == 0)
     if config.training.batch_sampler == "length_grouped":
         from lwap.train.sampling import LengthGroupedBatches, token_lengths
 

@@ -507,5 +507,10 @@ def write_report(result: dict[str, Any], md_path: Path) -> None:
     notes = result.get("notes_md")
     if notes:
         out += ["", notes.strip()]
+    import gpu_section  # benchmarks/gpu_section.py: the GPU run's section, kept across this rewrite
+
+    kept = gpu_section.current(md_path)
+    if kept:
+        out += ["", kept]
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text("\n".join(out) + "\n", encoding="utf-8")

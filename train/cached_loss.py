@@ -1,0 +1,78 @@
+"""SimCSE's loss over a batch encoded in mini-batches (GradCache): big batches on one device.
+
+`training.mini_batch_size: N` wraps `SimCSELoss` in `CachedSimCSELoss`, the technique of
+sentence-transformers' `CachedMultipleNegativesRankingLoss`, through its own `CachedLossMixin`:
+(1) embed every mini-batch of N without gradients, keeping each one's RNG state (`RandContext`);
+(2) compute the loss over the whole batch from those embeddings and back-propagate it to them only;
+(3) in the backward pass, re-embed each mini-batch with its saved RNG state, so dropout draws the same
+masks as in (1), and push the cached embedding gradients through the encoder.
+Loss and gradients equal the full batch's (tests/test_train_mini_batch.py); memory is one mini-batch's
+activations plus the batch's embeddings. Costs one extra forward pass per step.
+
+Why not `CachedMultipleNegativesRankingLoss` itself: it needs at least two input columns (unsupervised
+SimCSE has one, encoded twice) and recomputes the logits in its own chunked loop, which has no place
+for SimCSE's hard-negative weight α (`SimCSELoss` adds it inside the similarity). The mixin supplies
+the mini-batching, the RNG replay and the backward hook; `SimCSELoss` supplies the loss, unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from sentence_transformers.base.losses.gradcache import CachedLossMixin
+from torch import Tensor, nn
+
+from lwap.train.losses import SimCSELoss
+
+
+class CachedSimCSELoss(CachedLossMixin, nn.Module):
+    """`loss` (a SimCSELoss) computed with the model run on `mini_batch_size` rows at a time."""
+
+    def __init__(self, loss: SimCSELoss, mini_batch_size: int) -> None:
+        if mini_batch_size < 1:
+            raise ValueError(f"mini_batch_size must be at least 1, got {mini_batch_size}")
+        super().__init__()
+        self.model = loss.model
+        self.loss = loss
+        self.mini_batch_size = mini_batch_size
+        self._autocast: tuple[str, torch.dtype] | None = None
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor) -> Tensor:
+        features = list(sentence_features)
+        if len(features) == 1:  # unsupervised: two views of one column, as SimCSELoss.forward
+            features = [features[0], dict(features[0])]
+        device_type = self.model.device.type
+        # The backward hook re-embeds outside the trainer's autocast: remember it, to re-enter it there.
+        enabled = torch.is_autocast_enabled(device_type)
+        self._autocast = (device_type, torch.get_autocast_dtype(device_type)) if enabled else None
+        return self.forward_cached(features, labels)
+
+    def embed_minibatch(self, *args: Any, **kwargs: Any) -> tuple[Tensor, Any]:
+        """The mixin's, under the autocast that was active in `forward` (also in the backward replay)."""
+        context = (
+            torch.autocast(self._autocast[0], dtype=self._autocast[1])
+            if self._autocast is not None
+            else contextlib.nullcontext()
+        )
+        with context:
+            return super().embed_minibatch(*args, **kwargs)
+
+    def calculate_loss(
+        self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
+    ) -> Tensor:
+        """SimCSE's loss over the whole batch's embeddings (one column per input, mini-batches joined)."""
+        loss = self.loss.compute_loss_from_embeddings([torch.cat(column) for column in reps], labels)
+        if with_backward:
+            loss.backward()
+            loss = loss.detach()
+        return loss
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {**self.loss.get_config_dict(), "mini_batch_size": self.mini_batch_size}
+
+    @property
+    def citation(self) -> str:
+        return self.loss.citation
