@@ -10,21 +10,16 @@ sample). Every sentence of the evaluation sets (STS12-16, STS-B all splits, SICK
 corpus sentences and queries) is removed first, matched after lowercasing and reducing punctuation and
 whitespace to single spaces (so SentEval's tokenized copies match the raw ones); the next `--held-out`
 sentences are the held-out split, and training sentences equal to a held-out one are dropped too.
-Sentences are packed (nearly in file order) into segments of `--seq-len` tokens, `[CLS] s1 [SEP] s2 ...`,
-like BERT's 128-token phase; positions past `--seq-len` are never trained, so the position table stops
-there. The loss is taken only at the masked positions (`SparseMLM`): the same loss as
-`BertForMaskedLM`'s, without the 30522-way output layer at the other 85% of positions, which for a small
-model costs more than the encoder.
+Sentences are packed, nearly in file order, into rows of `--seq-len` tokens, `[CLS] s1 [SEP] s2 ...` (as
+BERT packs text); 256, so every position the grid's evaluation reads (`--max-seq-length 256`, SciFact's
+abstracts) is trained. The position table stops there: later positions would stay random. The loss is
+taken only at the masked positions (`SparseMLM`): the same loss as `BertForMaskedLM`'s without the
+30522-way output layer at the other 85% of positions, which in a small model costs more than the encoder.
 
-Size and budget: 4 layers, H=256, 4 heads (11 M parameters, 8 M of them embeddings; 22 MB in bf16),
-batch 128 x 128 tokens; the throughput of three sizes and the reasons are in docs/PRETRAIN.md.
-
+Size and budget (4 layers, H=256, 64 rows x 256 tokens a step): docs/PRETRAIN.md, with the commands.
 Runs are resumable: a checkpoint is written every `--save-minutes`, on SIGTERM/Ctrl-C and when
-`--max-minutes` (one slice) is up; rerunning the same command resumes from the newest complete
-checkpoint. At the last step (or with `--export`) the encoder is written to benchmarks/backbones/NAME as
-a sentence-transformers folder with a generated SOURCE.md. Example (the full run, in slices):
-
-    OMP_NUM_THREADS=2 python benchmarks/pretrain_mlm.py --name bert-mlm-4l256 --max-minutes 60
+`--max-minutes` (one slice) is up; rerunning the same command resumes from the newest complete one. At
+the last step (or `--export`) the encoder goes to benchmarks/backbones/NAME, with a generated SOURCE.md.
 """
 
 from __future__ import annotations
@@ -46,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from datasets import Dataset
 from transformers import (
     AutoTokenizer,
     BertConfig,
@@ -65,6 +59,7 @@ from lwap.paths import find_data_dir
 REPO = Path(__file__).resolve().parents[1]
 # name: (layers, hidden, heads); feed-forward 4 x hidden as in BERT; "tiny" is for tests
 SIZES = {"4l256": (4, 256, 4), "6l384": (6, 384, 12), "4l512": (4, 512, 8), "tiny": (2, 32, 2)}
+RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -74,8 +69,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--wiki", type=Path, help="sentence file (default: the mirror's wiki_sentences_1m.txt.gz)")
     p.add_argument("--sentences", type=int, help="use only the first N lines of --wiki")
     p.add_argument("--held-out", type=int, default=4000, help="sentences held out for the MLM loss")
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--batch", type=int, default=128, help="segments per step")
+    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--batch", type=int, default=64, help="rows per step")
     p.add_argument("--max-steps", type=int, default=5000, help="steps of the whole run (sets the schedule)")
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--warmup", type=int, default=300)
@@ -87,6 +82,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--run-dir", type=Path, help="checkpoints and logs (default runs/pretrain/NAME)")
     p.add_argument("--out", type=Path, help="export folder (default benchmarks/backbones/NAME)")
     p.add_argument("--export", action="store_true", help="export the newest checkpoint now, then exit")
+    p.add_argument("--shard-mb", type=int, help="split the exported weights into files of this size")
     p.add_argument("--measure", action="store_true", help="time steps only: no checkpoints, no export")
     a = p.parse_args(argv)
     a.run_dir = a.run_dir or REPO / "runs" / "pretrain" / a.name
@@ -125,12 +121,11 @@ def evaluation_sentences(data: Path) -> tuple[set[str], dict[str, int]]:
     for label in ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact"):
         if not found.get(label):
             raise DataError(f"{data}: no {label} files; they are needed to exclude evaluation sentences")
-    everything = set().union(*found.values()) - {""}
-    return everything, {label: len(s) for label, s in found.items()}
+    return set().union(*found.values()) - {""}, {label: len(s) for label, s in found.items()}
 
 
 def read_splits(a: argparse.Namespace) -> tuple[list[str], list[str], dict]:
-    """(training, held-out) sentences and what was removed; see the module docstring for the rules."""
+    """(training, held-out) sentences and what was removed; the module docstring gives the rules."""
     data = find_data_dir()
     if data is None:
         raise DataError("no data mirror (set LWAP_DATA_DIR): the evaluation sets are needed to exclude them")
@@ -150,13 +145,13 @@ def read_splits(a: argparse.Namespace) -> tuple[list[str], list[str], dict]:
     report = {"file": str(wiki).replace(str(data), "$LWAP_DATA_DIR"), "lines_read": len(kept) + len(removed),
               "evaluation_sentences": per_set, "removed_as_evaluation": len(removed),
               "removed_examples": removed[:5], "removed_as_held_out_duplicate": len(train) - len(train_kept),
-              "held_out": len(held), "train": len(train_kept)}
+              "held_out": len(held), "train": len(train_kept)}  # fmt: skip
     return train_kept, held, report
 
 
 def pack(tokenizer, sentences: list[str], seq_len: int, window: int = 64) -> np.ndarray:
     """Sentences packed into `[CLS] s1 [SEP] s2 [SEP] ...` rows of seq_len (0 = pad). Each row takes the
-    first of the next `window` sentences that still fits, so rows end nearly full (in file order, a row
+    first of the next `window` sentences that still fits, so rows end nearly full (in file order a row
     would waste half a sentence of padding on average, about 12% of the compute)."""
     chunks = (sentences[i : i + 10_000] for i in range(0, len(sentences), 10_000))
     pieces = (p for chunk in chunks for p in tokenizer(chunk, add_special_tokens=False)["input_ids"])
@@ -174,32 +169,30 @@ def pack(tokenizer, sentences: list[str], seq_len: int, window: int = 64) -> np.
     return np.asarray(rows, dtype=np.int32)
 
 
-def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[Dataset, Dataset, dict]:
-    """Packed training rows and a fixed masking of the held-out rows, cached in the run folder."""
+def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[dict], dict]:
+    """Training rows without their padding (the collator pads each batch and masks the padding out), and
+    held-out rows with one fixed masking (comparable losses). The packing is cached in the run folder."""
     cache = a.run_dir / f"data-{a.seq_len}-{a.sentences or 'all'}-{a.held_out}.npz"
     if not cache.is_file():
         train, held, report = read_splits(a)
         with files.atomic_path(cache) as partial, partial.open("wb") as handle:
             np.savez(handle, train=pack(tokenizer, train, a.seq_len), held=pack(tokenizer, held, a.seq_len),
-                     report=json.dumps(report))
+                     report=json.dumps(report))  # fmt: skip
     arrays = np.load(cache)
     report = json.loads(str(arrays["report"]))
-    report["train_segments"], report["held_out_segments"] = len(arrays["train"]), len(arrays["held"])
-    train, held = (arrays[k].astype(np.int64) for k in ("train", "held"))
-    masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, seed=1234)
-    masked = masker([{"input_ids": row} for row in held])  # one fixed masking: comparable evaluations
-    held_out = {"input_ids": masked["input_ids"], "labels": masked["labels"]}
-    held_out["attention_mask"] = torch.from_numpy(held != tokenizer.pad_token_id).long()
-    train_rows = {"input_ids": train, "attention_mask": (train != tokenizer.pad_token_id).astype(np.int64)}
-    as_torch = (Dataset.from_dict(rows).with_format("torch") for rows in (train_rows, held_out))
-    return *as_torch, report
+    report["train_rows"], report["held_out_rows"] = len(arrays["train"]), len(arrays["held"])
+    pad, masker = tokenizer.pad_token_id, DataCollatorForLanguageModeling(tokenizer, seed=1234)
+    held = masker([{"input_ids": row} for row in arrays["held"].astype(np.int64)])
+    held["attention_mask"] = torch.from_numpy(arrays["held"] != pad).long()
+    held_out = [{k: held[k][i] for k in ("input_ids", "attention_mask", "labels")} for i in range(len(held))]
+    return [{"input_ids": row[row != pad]} for row in arrays["train"]], held_out, report
 
 
 class Collator:
     """MLM masking for training batches; held-out rows arrive already masked and are only stacked."""
 
     def __init__(self, tokenizer) -> None:
-        self.mlm = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+        self.mlm = DataCollatorForLanguageModeling(tokenizer)  # 15%; 80% [MASK], 10% random, 10% kept
 
     def __call__(self, features: list[dict]) -> dict:
         if "labels" in features[0]:
@@ -207,7 +200,7 @@ class Collator:
         return self.mlm(features)
 
 
-# --- model --------------------------------------------------------------------------------------------------
+# --- model, and stopping, resuming, logging -----------------------------------------------------------------
 
 
 class SparseMLM(BertForMaskedLM):
@@ -221,27 +214,14 @@ class SparseMLM(BertForMaskedLM):
         return MaskedLMOutput(loss=torch.nn.functional.cross_entropy(logits.float(), labels[target]))
 
 
-def bert_config(a: argparse.Namespace, tokenizer) -> BertConfig:
-    layers, hidden, heads = SIZES[a.size]
-    return BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
-                      num_attention_heads=heads, intermediate_size=4 * hidden,
-                      max_position_embeddings=a.seq_len, pad_token_id=tokenizer.pad_token_id)
-
-
-# --- stopping, resuming, logging ----------------------------------------------------------------------------
-
-
 class Slice(TrainerCallback):
-    """Checkpoint every `save_minutes`, and stop with one on SIGTERM/SIGINT or when the slice is up."""
+    """Checkpoint every `--save-minutes`, and stop with one on SIGTERM/SIGINT or when the slice is up;
+    record each slice (wall time, step, tokens, machine) in run.json."""
 
     def __init__(self, a: argparse.Namespace, run: dict) -> None:
         self.a, self.run, self.start, self.saved, self.stop = a, run, time.monotonic(), time.monotonic(), ""
         self.previous = {s: signal.signal(s, self.request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
         run["slices"].append({"seconds": 0, "to_step": 0, "tokens_seen": 0, "machine": machine()})
-
-    def on_train_end(self, args, state, control, **kwargs):
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
 
     def request_stop(self, signum, frame) -> None:
         if self.stop:  # a second Ctrl-C: give up at once (the last checkpoint stays)
@@ -251,24 +231,26 @@ class Slice(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         now = time.monotonic()
         if self.a.max_minutes is not None and now - self.start > self.a.max_minutes * 60:
-            self.stop = self.stop or f"--max-minutes {self.a.max_minutes} reached"
+            self.stop = self.stop or "--max-minutes"
         if self.stop:
             control.should_training_stop = control.should_log = True
         if not self.a.measure and (self.stop or now - self.saved > self.a.save_minutes * 60
-                                   or state.global_step >= state.max_steps):
+                                   or state.global_step >= state.max_steps):  # fmt: skip
             control.should_save, self.saved = True, now
-        return control
 
     def on_save(self, args, state, control, **kwargs):
-        """Record this slice so far in run.json (wall time, step, tokens) beside the checkpoint."""
         seconds, tokens = round(time.monotonic() - self.start), state.num_input_tokens_seen
         self.run["slices"][-1].update(seconds=seconds, to_step=state.global_step, tokens_seen=tokens)
         files.write_json_atomically(self.run, self.a.run_dir / "run.json")
         write_curve(self.a.run_dir, state.log_history)
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
-        print(f"step {state.global_step}: held-out MLM loss {metrics['eval_loss']:.4f}, "
-              f"perplexity {math.exp(metrics['eval_loss']):.1f}", flush=True)
+        loss = metrics["eval_loss"]
+        print(f"step {state.global_step}: held-out MLM loss {loss:.4f}, perplexity {math.exp(loss):.1f}")
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
 
 
 def write_curve(run_dir: Path, history: list[dict]) -> None:
@@ -279,7 +261,7 @@ def write_curve(run_dir: Path, history: list[dict]) -> None:
     import matplotlib.pyplot as plt
 
     rows = [(h["step"], h.get("num_input_tokens_seen", ""), h.get("loss", ""), h.get("eval_loss", ""))
-            for h in history if "loss" in h or "eval_loss" in h]
+            for h in history if "loss" in h or "eval_loss" in h]  # fmt: skip
     lines = ["step,tokens_seen,train_loss,held_out_loss", *(",".join(map(str, r)) for r in rows)]
     files.write_text_atomically(run_dir / "loss_curve.csv", "\n".join(lines) + "\n")
     figure, axis = plt.subplots(figsize=(6, 4))
@@ -294,22 +276,17 @@ def write_curve(run_dir: Path, history: list[dict]) -> None:
 
 
 def finished_checkpoints(run_dir: Path) -> list[Path]:
-    """Checkpoints the Trainer finished writing (it writes trainer_state.json last)."""
-    return [c for c in run_dir.glob("checkpoint-*") if (c / "trainer_state.json").is_file()]
+    """Checkpoints the Trainer finished writing (it writes trainer_state.json last), oldest first."""
+    done = [c for c in run_dir.glob("checkpoint-*") if (c / "trainer_state.json").is_file()]
+    return sorted(done, key=lambda c: int(c.name.split("-")[1]))
 
 
 def newest_checkpoint(run_dir: Path) -> Path | None:
-    return max(finished_checkpoints(run_dir), key=lambda c: int(c.name.split("-")[1]), default=None)
+    return (finished_checkpoints(run_dir) or [None])[-1]
 
 
 def read_state(checkpoint: Path) -> dict:
     return json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
-
-
-def recipe(a: argparse.Namespace) -> dict:
-    """What fixes the model, the data and the schedule: a resumed run must keep it."""
-    keys = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed")
-    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items() if k in keys}
 
 
 def machine() -> str:
@@ -318,74 +295,71 @@ def machine() -> str:
         return torch.cuda.get_device_name()
     cpu = platform.machine()
     with contextlib.suppress(OSError):
-        names = re.findall(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
-        cpu = names[0].strip() if names else cpu
+        cpu = re.findall(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())[0].strip()
     return f"{cpu}, {torch.get_num_threads()} thread(s)"
 
 
 # --- export -------------------------------------------------------------------------------------------------
 
 
-def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> Path:
+def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> None:
     """The encoder as a sentence-transformers folder (Transformer + mean Pooling) with SOURCE.md."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-    state = read_state(checkpoint)
-    last = next((h for h in reversed(state["log_history"]) if "eval_loss" in h), {})
-    loss = last.get("eval_loss", float("nan"))
-    mlm = SparseMLM.from_pretrained(checkpoint, dtype=torch.float32)
+    state, mlm = read_state(checkpoint), SparseMLM.from_pretrained(checkpoint, dtype=torch.float32)
     write_curve(a.run_dir, state["log_history"])
     a.out.parent.mkdir(parents=True, exist_ok=True)
     with files.atomic_path(a.out) as partial:
-        plain = partial / "hf"
-        mlm.bert.save_pretrained(plain)
-        tokenizer.save_pretrained(plain)
-        modules = [Transformer(str(plain), max_seq_length=a.seq_len), Pooling(mlm.config.hidden_size, "mean")]
-        model = SentenceTransformer(modules=modules, device="cpu")
+        mlm.bert.save_pretrained(partial / "hf")
+        tokenizer.save_pretrained(partial / "hf")
+        transformer = Transformer(str(partial / "hf"), max_seq_length=a.seq_len)
+        pooling = Pooling(mlm.config.hidden_size, "mean")
+        model = SentenceTransformer(modules=[transformer, pooling], device="cpu")
         model[0].model.to(torch.bfloat16)  # half the size on disk; config.json keeps dtype float32, so
         model.save(str(partial))  # loading upcasts to fp32 (checked in tests/test_pretrain_mlm.py)
+        if a.shard_mb:  # e.g. a GPU machine that returns files of at most 16 MiB
+            (partial / "model.safetensors").unlink()
+            model[0].model.save_pretrained(partial, max_shard_size=f"{a.shard_mb}MB")
         config = json.loads((partial / "config.json").read_text(encoding="utf-8"))
         files.write_json_atomically({**config, "dtype": "float32"}, partial / "config.json")
-        shutil.rmtree(plain)
+        shutil.rmtree(partial / "hf")
         (partial / "README.md").unlink(missing_ok=True)  # its generated card names the temporary path
         for name in ("loss_curve.png", "loss_curve.csv"):
             shutil.copy(a.run_dir / name, partial / name)
-        size = sum(f.stat().st_size for f in partial.rglob("*") if f.is_file())
-        skip = {"--max-minutes", "--export", "--save-minutes"}
-        options = [x for i, x in enumerate(a.argv) if x not in skip and (i == 0 or a.argv[i - 1] not in skip)]
-        slices = run["slices"]
-        files.write_text_atomically(partial / "SOURCE.md", SOURCE.format(
-            name=a.name, size=a.size, layers=mlm.config.num_hidden_layers, hidden=mlm.config.hidden_size,
-            heads=mlm.config.num_attention_heads, params=sum(p.numel() for p in mlm.bert.parameters()) / 1e6,
-            mb=size / 1e6, steps=state["global_step"], max_steps=a.max_steps, batch=a.batch, seq=a.seq_len,
-            tokens=state["num_input_tokens_seen"], loss=loss, ppl=math.exp(loss), eval_step=last.get("step"),
-            hours=sum(x["seconds"] for x in slices) / 3600, n_slices=len(slices), lr=a.lr, warmup=a.warmup,
-            machine="; ".join(sorted({x["machine"] for x in slices})), seed=a.seed,
-            command=shlex.join(["python", "benchmarks/pretrain_mlm.py", *options]),
-            precision="fp32" if a.no_bf16 else "bf16 autocast", data=json.dumps(run["data"])))
-    print(f"exported {a.out} ({size / 1e6:.1f} MB) from {checkpoint.name}", flush=True)
-    return a.out
+        megabytes = sum(f.stat().st_size for f in partial.rglob("*") if f.is_file()) / 1e6
+        files.write_text_atomically(partial / "SOURCE.md", source_md(a, state, mlm, run, megabytes))
+    print(f"exported {a.out} ({megabytes:.1f} MB) from {checkpoint.name}", flush=True)
 
 
-SOURCE = """# {name}: a BERT pretrained from scratch with masked-language modelling only
+def source_md(a: argparse.Namespace, state: dict, mlm: SparseMLM, run: dict, megabytes: float) -> str:
+    c, slices, skip = mlm.config, run["slices"], {"--max-minutes", "--export", "--save-minutes", "--shard-mb"}
+    options = [x for i, x in enumerate(a.argv) if x not in skip and (i == 0 or a.argv[i - 1] not in skip)]
+    evaluations = [h for h in state["log_history"] if "eval_loss" in h] or [{"eval_loss": math.nan}]
+    last = evaluations[-1]
+    params = sum(p.numel() for p in mlm.bert.parameters()) / 1e6
+    hours = sum(s["seconds"] for s in slices) / 3600
+    machines = "; ".join(sorted({s["machine"] for s in slices}))
+    return f"""# {a.name}: a BERT pretrained from scratch with masked-language modelling only
 
-Made by `benchmarks/pretrain_mlm.py` (reasons for each choice: its docstring, docs/PRETRAIN.md) with
-`{command}` (rerun after a stop: it resumes; it exports at the last step).
+Made by `benchmarks/pretrain_mlm.py` (the reasons for each choice: its docstring, docs/PRETRAIN.md) with
+`{shlex.join(["python", "benchmarks/pretrain_mlm.py", *options])}`
+(rerun after a stop and it resumes; it exports at the last step).
 
-- Model: BERT, {layers} layers, H={hidden}, {heads} heads, feed-forward {hidden}x4 ({size}), {params:.1f} M
-  parameters, position table {seq}; random initialisation, bert-base-uncased WordPiece vocabulary (from
-  all-MiniLM-L6-v2). Weights stored in bf16 ({mb:.1f} MB folder); they load as fp32.
+- Model: BERT, {c.num_hidden_layers} layers, H={c.hidden_size}, {c.num_attention_heads} heads, feed-forward \
+{c.intermediate_size}, {params:.1f} M parameters, position table {c.max_position_embeddings}; random \
+initialisation, bert-base-uncased WordPiece vocabulary (from all-MiniLM-L6-v2). Weights stored in bf16 \
+({megabytes:.1f} MB folder); they load as fp32.
 - Objective: MLM only (15% of tokens: 80% [MASK], 10% random, 10% kept), no sentence-level objective.
-- Training: {steps}/{max_steps} steps of {batch} segments x {seq} tokens (sentences packed
-  `[CLS] s1 [SEP] s2 [SEP] ...`), {tokens:,} tokens seen; AdamW lr {lr} (β2 0.98, wd 0.01), {warmup}
-  warm-up steps then linear decay; {precision}; seed {seed}; {hours:.2f} h of training in {n_slices}
-  slice(s) on {machine}.
-- Held-out MLM loss {loss:.4f}, perplexity {ppl:.1f} (step {eval_step}; fixed masking of the held-out
-  segments). Loss curve: `loss_curve.png`, `loss_curve.csv`.
-- Pooling declared in modules.json: mean (what sentence-transformers gives a plain BERT); lwap's
-  poolers replace it (`lwap.build_model(this_folder, pooling=...)`).
-- Data (Wikipedia sentences; every evaluation sentence removed): `{data}`
+- Training: {state["global_step"]}/{a.max_steps} steps of {a.batch} rows x {a.seq_len} tokens (sentences \
+packed `[CLS] s1 [SEP] s2 [SEP] ...`), {state["num_input_tokens_seen"]:,} tokens seen; AdamW lr {a.lr} \
+(β2 0.98, wd 0.01), {a.warmup} warm-up steps, then linear decay; {"fp32" if a.no_bf16 else "bf16 autocast"}; \
+seed {a.seed}; {hours:.2f} h of training in {len(slices)} slice(s) on {machines}.
+- Held-out MLM loss {last["eval_loss"]:.4f}, perplexity {math.exp(last["eval_loss"]):.1f} (step \
+{last.get("step")}; one fixed masking of the held-out rows). Loss curve: `loss_curve.png`, `loss_curve.csv`.
+- Pooling declared in modules.json: mean (what sentence-transformers gives a plain BERT); lwap's poolers
+  replace it (`lwap.build_model(this_folder, pooling=...)`).
+- Data (Wikipedia sentences; every evaluation sentence removed): `{json.dumps(run["data"])}`
 """
 
 
@@ -402,15 +376,15 @@ def main(argv: list[str] | None = None) -> int:
     for unfinished in set(a.run_dir.glob("checkpoint-*")) - set(finished_checkpoints(a.run_dir)):
         shutil.rmtree(unfinished)  # a save cut short by a kill: resume from the one before
     checkpoint = None if a.measure else newest_checkpoint(a.run_dir)
+    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items() if k in RECIPE}
     log = a.run_dir / "run.json"
-    run = json.loads(log.read_text()) if log.is_file() and checkpoint else {"recipe": recipe(a), "slices": []}
+    run = json.loads(log.read_text()) if log.is_file() and checkpoint else {"recipe": recipe, "slices": []}
     changed = [f"--{k.replace('_', '-')} {v} (was {run['recipe'][k]})"
-               for k, v in recipe(a).items() if run["recipe"].get(k) != v]
+               for k, v in recipe.items() if run["recipe"][k] != v]  # fmt: skip
     if changed:
         raise DataError(f"{a.run_dir} was started with another recipe: {', '.join(changed)}; "
-                        "use the original options, or another --name to start over")
-    train, held_out, report = prepared_data(a, tokenizer)
-    run["data"] = report
+                        "use the original options, or another --name to start over")  # fmt: skip
+    train, held_out, run["data"] = prepared_data(a, tokenizer)
     if a.export or (checkpoint and read_state(checkpoint)["global_step"] >= a.max_steps):
         if checkpoint is None:
             raise DataError(f"{a.run_dir}: no finished checkpoint to export")
@@ -423,20 +397,23 @@ def main(argv: list[str] | None = None) -> int:
         logging_steps=10 if a.measure else 25, eval_strategy="no" if a.measure else "steps",
         eval_steps=a.eval_steps, save_strategy="no", save_total_limit=2, report_to="none",
         include_num_input_tokens_seen="non_padding", disable_tqdm=True, dataloader_num_workers=0,
-        use_cpu=not torch.cuda.is_available(), prediction_loss_only=True)
-    model = SparseMLM(bert_config(a, tokenizer))  # the Trainer loads a checkpoint's weights into it
+        use_cpu=not torch.cuda.is_available(), prediction_loss_only=True)  # fmt: skip
+    layers, hidden, heads = SIZES[a.size]
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=4 * hidden,
+                        max_position_embeddings=a.seq_len, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+    model = SparseMLM(config)  # random weights; the Trainer loads a checkpoint's into it when resuming
     trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=held_out,
-                      data_collator=Collator(tokenizer), callbacks=[Slice(a, run)])
+                      data_collator=Collator(tokenizer), callbacks=[Slice(a, run)])  # fmt: skip
     print(f"{a.name}: {sum(p.numel() for p in model.bert.parameters()) / 1e6:.1f} M encoder parameters; "
-          f"{report['train']:,} training sentences in {report['train_segments']:,} segments; "
-          f"{report['removed_as_evaluation']} evaluation sentences removed; "
-          + (f"resuming from {checkpoint.name}" if checkpoint else "starting fresh"), flush=True)
+          f"{run['data']['train']:,} training sentences in {run['data']['train_rows']:,} rows; "
+          f"{run['data']['removed_as_evaluation']} evaluation sentences removed; "
+          + (f"resuming from {checkpoint.name}" if checkpoint else "starting fresh"), flush=True)  # fmt: skip
     before = read_state(checkpoint)["num_input_tokens_seen"] if checkpoint else 0
-    started, cpu = time.monotonic(), time.process_time()  # CPU time: the machine may be shared
+    started, cpu = time.monotonic(), time.process_time()  # CPU time too: the machine may be shared
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    seconds = time.monotonic() - started
+    seconds, cpu = time.monotonic() - started, time.process_time() - cpu
     tokens = trainer.state.num_input_tokens_seen - before
-    cpu = time.process_time() - cpu
     print(f"slice: {seconds:.0f} s ({cpu:.0f} CPU-s) to step {trainer.state.global_step}, {tokens:,} tokens: "
           f"{tokens / seconds:,.0f} tokens/s, {tokens / cpu:,.0f} per CPU-s ({machine()})", flush=True)
     if not a.measure and trainer.state.global_step >= a.max_steps:  # its last step was evaluated and saved
