@@ -1,20 +1,15 @@
 """Pretrain a small BERT from scratch with masked-language modelling only, and ship it as a backbone.
 
-Why: the LWAP paper's regime is a backbone whose last layer was trained only for token prediction
-(bert-base); none installs here, so this makes one: transformers' `BertForMaskedLM` from a `BertConfig`
-with random weights, its `DataCollatorForLanguageModeling` (15% of tokens: 80% [MASK], 10% random, 10%
-kept) and `Trainer`, all-MiniLM-L6-v2's bert-base-uncased WordPiece vocabulary; MLM only (like RoBERTa).
+Why: the LWAP paper's regime is a backbone whose last layer was trained only for token prediction; none
+installs here, so this makes one: transformers' `BertForMaskedLM` (random weights from a `BertConfig`), MLM
+collator and `Trainer`, all-MiniLM-L6-v2's bert-base-uncased WordPiece vocabulary; MLM only (like RoBERTa).
 
-Data: the mirror's Wikipedia sentences (wiki/SOURCE.md: shuffled, so the first lines are a random
-sample). Every sentence of the evaluation sets (STS12-16, STS-B all splits, SICK all splits, SciFact
-corpus sentences and queries) is removed first, matched after lowercasing and reducing punctuation and
-whitespace to single spaces (so SentEval's tokenized copies match the raw ones); the next `--held-out`
-sentences are the held-out split, and training sentences equal to a held-out one are dropped too.
-Sentences are packed, nearly in file order, into rows of `--seq-len` tokens, `[CLS] s1 [SEP] s2 ...` (as
-BERT packs text); 256, so every position the grid's evaluation reads (`--max-seq-length 256`, SciFact's
-abstracts) is trained. The position table stops there: later positions would stay random. The loss is
-taken only at the masked positions (`SparseMLM`): the same loss as `BertForMaskedLM`'s without the
-30522-way output layer at the other 85% of positions, which in a small model costs more than the encoder.
+Data: the mirror's Wikipedia sentences minus every sentence of the evaluation sets (STS12-16, STS-B, SICK,
+SciFact corpus and queries; matched with case, punctuation and whitespace folded, so tokenized copies
+match); the first `--held-out` of the rest are held out. Sentences are packed into rows of `--seq-len`
+tokens, `[CLS] s1 [SEP] s2 ...` (256: every position the grid's evaluation reads gets trained). The loss is
+taken only at the masked positions (`SparseMLM`): the same loss, without the 30522-way output layer at
+the other 85% of positions, which costs more than a small encoder.
 
 Size and budget (4 layers, H=256, 64 rows x 256 tokens a step): docs/PRETRAIN.md, with the commands.
 Runs are resumable: a checkpoint is written every `--save-minutes`, on SIGTERM/Ctrl-C and when
@@ -25,7 +20,6 @@ the last step (or `--export`) the encoder goes to benchmarks/backbones/NAME, wit
 from __future__ import annotations
 
 import argparse
-import contextlib
 import html
 import itertools
 import json
@@ -59,6 +53,7 @@ from lwap.paths import find_data_dir
 REPO = Path(__file__).resolve().parents[1]
 # name: (layers, hidden, heads); feed-forward 4 x hidden as in BERT; "tiny" is for tests
 SIZES = {"4l256": (4, 256, 4), "6l384": (6, 384, 12), "4l512": (4, 512, 8), "tiny": (2, 32, 2)}
+EVALUATION_SETS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact")
 RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed")
 
 
@@ -118,9 +113,8 @@ def evaluation_sentences(data: Path) -> tuple[set[str], dict[str, int]]:
             row = json.loads(line)
             parts = [row.get("title") or "", *re.split(r"(?<=[.!?])\s+", row["text"])]
             found.setdefault("SciFact", set()).update(normalise(part) for part in parts)
-    for label in ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact"):
-        if not found.get(label):
-            raise DataError(f"{data}: no {label} files; they are needed to exclude evaluation sentences")
+    for label in (label for label in EVALUATION_SETS if not found.get(label)):
+        raise DataError(f"{data}: no {label} files; they are needed to exclude evaluation sentences")
     return set().union(*found.values()) - {""}, {label: len(s) for label, s in found.items()}
 
 
@@ -145,7 +139,7 @@ def read_splits(a: argparse.Namespace) -> tuple[list[str], list[str], dict]:
     report = {"file": str(wiki).replace(str(data), "$LWAP_DATA_DIR"), "lines_read": len(kept) + len(removed),
               "evaluation_sentences": per_set, "removed_as_evaluation": len(removed),
               "removed_examples": removed[:5], "removed_as_held_out_duplicate": len(train) - len(train_kept),
-              "held_out": len(held), "train": len(train_kept)}  # fmt: skip
+              "held_out": len(held), "train": len(train_kept)}
     return train_kept, held, report
 
 
@@ -154,7 +148,8 @@ def pack(tokenizer, sentences: list[str], seq_len: int, window: int = 64) -> np.
     first of the next `window` sentences that still fits, so rows end nearly full (in file order a row
     would waste half a sentence of padding on average, about 12% of the compute)."""
     chunks = (sentences[i : i + 10_000] for i in range(0, len(sentences), 10_000))
-    pieces = (p for chunk in chunks for p in tokenizer(chunk, add_special_tokens=False)["input_ids"])
+    encoded = (tokenizer(chunk, add_special_tokens=False, verbose=False)["input_ids"] for chunk in chunks)
+    pieces = (p for chunk in encoded for p in chunk)
     pieces = ([*p[: seq_len - 2], tokenizer.sep_token_id] for p in pieces)
     pending, rows, row = list(itertools.islice(pieces, window)), [], [tokenizer.cls_token_id]
     while pending:
@@ -177,7 +172,7 @@ def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[di
         train, held, report = read_splits(a)
         with files.atomic_path(cache) as partial, partial.open("wb") as handle:
             np.savez(handle, train=pack(tokenizer, train, a.seq_len), held=pack(tokenizer, held, a.seq_len),
-                     report=json.dumps(report))  # fmt: skip
+                     report=json.dumps(report))
     arrays = np.load(cache)
     report = json.loads(str(arrays["report"]))
     report["train_rows"], report["held_out_rows"] = len(arrays["train"]), len(arrays["held"])
@@ -188,16 +183,11 @@ def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[di
     return [{"input_ids": row[row != pad]} for row in arrays["train"]], held_out, report
 
 
-class Collator:
+def collator(tokenizer):
     """MLM masking for training batches; held-out rows arrive already masked and are only stacked."""
-
-    def __init__(self, tokenizer) -> None:
-        self.mlm = DataCollatorForLanguageModeling(tokenizer)  # 15%; 80% [MASK], 10% random, 10% kept
-
-    def __call__(self, features: list[dict]) -> dict:
-        if "labels" in features[0]:
-            return {k: torch.stack([f[k] for f in features]) for k in features[0]}
-        return self.mlm(features)
+    mlm = DataCollatorForLanguageModeling(tokenizer)  # 15% of tokens; 80% [MASK], 10% random, 10% kept
+    stack = lambda rows: {k: torch.stack([row[k] for row in rows]) for k in rows[0]}  # noqa: E731
+    return lambda rows: stack(rows) if "labels" in rows[0] else mlm(rows)
 
 
 # --- model, and stopping, resuming, logging -----------------------------------------------------------------
@@ -235,7 +225,7 @@ class Slice(TrainerCallback):
         if self.stop:
             control.should_training_stop = control.should_log = True
         if not self.a.measure and (self.stop or now - self.saved > self.a.save_minutes * 60
-                                   or state.global_step >= state.max_steps):  # fmt: skip
+                                   or state.global_step >= state.max_steps):
             control.should_save, self.saved = True, now
 
     def on_save(self, args, state, control, **kwargs):
@@ -255,16 +245,14 @@ class Slice(TrainerCallback):
 
 def write_curve(run_dir: Path, history: list[dict]) -> None:
     """loss_curve.csv (step, tokens, train loss, held-out loss) and loss_curve.png from the trainer's log."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no display, no global figure state
 
     rows = [(h["step"], h.get("num_input_tokens_seen", ""), h.get("loss", ""), h.get("eval_loss", ""))
-            for h in history if "loss" in h or "eval_loss" in h]  # fmt: skip
+            for h in history if "loss" in h or "eval_loss" in h]
     lines = ["step,tokens_seen,train_loss,held_out_loss", *(",".join(map(str, r)) for r in rows)]
     files.write_text_atomically(run_dir / "loss_curve.csv", "\n".join(lines) + "\n")
-    figure, axis = plt.subplots(figsize=(6, 4))
+    figure = Figure(figsize=(6, 4))
+    axis = figure.subplots()
     for column, label in ((2, "train"), (3, "held-out")):
         points = [(r[0], r[column]) for r in rows if r[column] != ""]
         if points:
@@ -272,17 +260,12 @@ def write_curve(run_dir: Path, history: list[dict]) -> None:
     axis.set(xlabel="step", ylabel="MLM loss", yscale="log", title=run_dir.name)
     axis.legend()
     files.save_figure_atomically(figure, run_dir / "loss_curve.png", dpi=100, bbox_inches="tight")
-    plt.close(figure)
 
 
 def finished_checkpoints(run_dir: Path) -> list[Path]:
     """Checkpoints the Trainer finished writing (it writes trainer_state.json last), oldest first."""
     done = [c for c in run_dir.glob("checkpoint-*") if (c / "trainer_state.json").is_file()]
     return sorted(done, key=lambda c: int(c.name.split("-")[1]))
-
-
-def newest_checkpoint(run_dir: Path) -> Path | None:
-    return (finished_checkpoints(run_dir) or [None])[-1]
 
 
 def read_state(checkpoint: Path) -> dict:
@@ -293,13 +276,9 @@ def machine() -> str:
     """The accelerator, or the CPU model and thread count: wall times depend on it."""
     if torch.cuda.is_available():
         return torch.cuda.get_device_name()
-    cpu = platform.machine()
-    with contextlib.suppress(OSError):
-        cpu = re.findall(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())[0].strip()
-    return f"{cpu}, {torch.get_num_threads()} thread(s)"
-
-
-# --- export -------------------------------------------------------------------------------------------------
+    info = Path("/proc/cpuinfo")
+    names = re.findall(r"model name\s*:\s*(.+)", info.read_text()) if info.is_file() else []
+    return f"{names[0].strip() if names else platform.machine()}, {torch.get_num_threads()} thread(s)"
 
 
 def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> None:
@@ -363,9 +342,6 @@ seed {a.seed}; {hours:.2f} h of training in {len(slices)} slice(s) on {machines}
 """
 
 
-# --- main ---------------------------------------------------------------------------------------------------
-
-
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     a.argv = sys.argv[1:] if argv is None else argv
@@ -375,15 +351,15 @@ def main(argv: list[str] | None = None) -> int:
     a.run_dir.mkdir(parents=True, exist_ok=True)
     for unfinished in set(a.run_dir.glob("checkpoint-*")) - set(finished_checkpoints(a.run_dir)):
         shutil.rmtree(unfinished)  # a save cut short by a kill: resume from the one before
-    checkpoint = None if a.measure else newest_checkpoint(a.run_dir)
+    checkpoint = None if a.measure else (finished_checkpoints(a.run_dir) or [None])[-1]
     recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items() if k in RECIPE}
     log = a.run_dir / "run.json"
     run = json.loads(log.read_text()) if log.is_file() and checkpoint else {"recipe": recipe, "slices": []}
     changed = [f"--{k.replace('_', '-')} {v} (was {run['recipe'][k]})"
-               for k, v in recipe.items() if run["recipe"][k] != v]  # fmt: skip
+               for k, v in recipe.items() if run["recipe"].get(k) != v]
     if changed:
         raise DataError(f"{a.run_dir} was started with another recipe: {', '.join(changed)}; "
-                        "use the original options, or another --name to start over")  # fmt: skip
+                        "use the original options, or another --name to start over")
     train, held_out, run["data"] = prepared_data(a, tokenizer)
     if a.export or (checkpoint and read_state(checkpoint)["global_step"] >= a.max_steps):
         if checkpoint is None:
@@ -397,18 +373,17 @@ def main(argv: list[str] | None = None) -> int:
         logging_steps=10 if a.measure else 25, eval_strategy="no" if a.measure else "steps",
         eval_steps=a.eval_steps, save_strategy="no", save_total_limit=2, report_to="none",
         include_num_input_tokens_seen="non_padding", disable_tqdm=True, dataloader_num_workers=0,
-        use_cpu=not torch.cuda.is_available(), prediction_loss_only=True)  # fmt: skip
+        use_cpu=not torch.cuda.is_available(), prediction_loss_only=True)
     layers, hidden, heads = SIZES[a.size]
     config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=heads, intermediate_size=4 * hidden,
-                        max_position_embeddings=a.seq_len, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+                        max_position_embeddings=a.seq_len, pad_token_id=tokenizer.pad_token_id)
     model = SparseMLM(config)  # random weights; the Trainer loads a checkpoint's into it when resuming
     trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=held_out,
-                      data_collator=Collator(tokenizer), callbacks=[Slice(a, run)])  # fmt: skip
+                      data_collator=collator(tokenizer), callbacks=[Slice(a, run)])
+    data, where = run["data"], f"resuming from {checkpoint.name}" if checkpoint else "starting fresh"
     print(f"{a.name}: {sum(p.numel() for p in model.bert.parameters()) / 1e6:.1f} M encoder parameters; "
-          f"{run['data']['train']:,} training sentences in {run['data']['train_rows']:,} rows; "
-          f"{run['data']['removed_as_evaluation']} evaluation sentences removed; "
-          + (f"resuming from {checkpoint.name}" if checkpoint else "starting fresh"), flush=True)  # fmt: skip
+          f"{data['train']:,} training sentences in {data['train_rows']:,} rows; {where}", flush=True)
     before = read_state(checkpoint)["num_input_tokens_seen"] if checkpoint else 0
     started, cpu = time.monotonic(), time.process_time()  # CPU time too: the machine may be shared
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
@@ -417,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"slice: {seconds:.0f} s ({cpu:.0f} CPU-s) to step {trainer.state.global_step}, {tokens:,} tokens: "
           f"{tokens / seconds:,.0f} tokens/s, {tokens / cpu:,.0f} per CPU-s ({machine()})", flush=True)
     if not a.measure and trainer.state.global_step >= a.max_steps:  # its last step was evaluated and saved
-        export(a, tokenizer, newest_checkpoint(a.run_dir), run)
+        export(a, tokenizer, finished_checkpoints(a.run_dir)[-1], run)
     return 0
 
 

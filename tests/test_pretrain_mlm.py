@@ -91,7 +91,7 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
     with pytest.raises(DataError, match=r"--lr 0\.001 \(was 0\.0005\)"):
         script.main(options(tmp_path, wiki, "--lr", "0.001"))
     assert script.main(options(tmp_path, wiki)) == 0  # resumes to the last step, then exports
-    state = script.read_state(script.newest_checkpoint(run))
+    state = script.read_state(script.finished_checkpoints(run)[-1])
     assert state["global_step"] == 8 and not (run / "checkpoint-5").exists()
     assert [h["step"] for h in state["log_history"] if "eval_loss" in h] == [4, 8]
     slices = json.loads((run / "run.json").read_text())["slices"]
@@ -123,9 +123,9 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path, wiki: Pa
         output = p.stdout.read()
         assert p.wait(timeout=120) == 0, output
     script = load_script()
-    stopped = script.read_state(script.newest_checkpoint(tmp_path / "run"))["global_step"]
+    stopped = script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"]
     assert 3 <= stopped < 100000
     resumed = subprocess.run([*command, "--max-minutes", "0"], capture_output=True, text=True, env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming from checkpoint-{stopped}" in resumed.stdout
-    assert script.read_state(script.newest_checkpoint(tmp_path / "run"))["global_step"] == stopped + 1
+    assert script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"] == stopped + 1
