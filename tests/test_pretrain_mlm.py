@@ -77,6 +77,11 @@ def test_evaluation_sentences_removed_and_held_out_split(tmp_path: Path, wiki: P
     sentences = [line for line in wiki.read_text(encoding="utf-8").splitlines() if line not in DISGUISED]
     assert held == sentences[:40]  # the first lines (the file is shuffled), evaluation sentences skipped
     assert train == sentences[40:] and len(train) + len(held) == 300
+    args = script.parse_args(options(tmp_path, wiki))
+    rows, held_out, report = script.prepared_data(args, script.load_tokenizer())
+    assert len(held_out) == report["held_out_rows"] > 1 and len(rows) == report["train_rows"] > 1
+    masked = torch.stack([row["labels"] != -100 for row in held_out])
+    assert 0.1 < masked.sum() / torch.stack([row["attention_mask"] for row in held_out]).sum() < 0.2
 
 
 def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Path) -> None:
