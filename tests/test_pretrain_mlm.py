@@ -113,6 +113,12 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
     assert {p.dtype for p in model.parameters()} == {torch.float32}  # stored bf16, loaded fp32
     vectors = model.encode(["A man is playing a guitar.", "Stocks fell."], convert_to_tensor=True)
     assert vectors.shape == (2, 32) and torch.isfinite(vectors).all()
+    sharded = tmp_path / "sharded"  # weights split into files of at most 1 MB (a GPU machine's limit)
+    assert script.main(options(tmp_path, wiki, "--export", "--shard-mb", "1", "--out", str(sharded))) == 0
+    assert len(list(sharded.glob("model-*.safetensors"))) > 1 and not (sharded / "model.safetensors").exists()
+    again = lwap.build_model(str(sharded), pooling="mean").encode(["Stocks fell."], convert_to_tensor=True)
+    plain = lwap.build_model(str(backbone), pooling="mean").encode(["Stocks fell."], convert_to_tensor=True)
+    assert torch.equal(again, plain)
 
 
 @pytest.mark.slow
