@@ -248,7 +248,7 @@ def write_curve(run_dir: Path, history: list[dict]) -> None:
         points = [(r[0], r[column]) for r in rows if r[column] != ""]
         if points:
             axis.plot(*zip(*points, strict=True), label=label, marker="o" if column == 3 else None)
-    axis.set(xlabel="step", ylabel="MLM loss", yscale="log", title=run_dir.name)
+    axis.set(xlabel="step", ylabel="MLM loss (cross-entropy, nats)", title=run_dir.name)
     axis.legend()
     files.save_figure_atomically(axis.figure, run_dir / "loss_curve.png", dpi=100, bbox_inches="tight")
 
