@@ -48,7 +48,7 @@ from transformers import (
 from transformers.modeling_outputs import MaskedLMOutput
 
 from lwap import files
-from lwap.errors import DataError
+from lwap.errors import ConfigError, DataError, LwapError
 from lwap.paths import find_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     changed = [f"--{k.replace('_', '-')} {v} (was {run['recipe'][k]})"
                for k, v in recipe.items() if run["recipe"].get(k) != v]
     if changed:
-        raise DataError(f"{a.run_dir} was started with another recipe: {', '.join(changed)}; "
+        raise ConfigError(f"{a.run_dir} was started with another recipe: {', '.join(changed)}; "
                         "use the original options, or another --name to start over")
     train, held_out, run["data"] = prepared_data(a, tokenizer)
     if a.export or (checkpoint and read_state(checkpoint)["global_step"] >= a.max_steps):
@@ -394,6 +394,6 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except DataError as error:
+    except LwapError as error:
         print(f"pretrain_mlm: {error}", file=sys.stderr)
         sys.exit(2)

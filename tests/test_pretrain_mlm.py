@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 import torch
 
-from lwap.errors import DataError
+from lwap.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("LWAP_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -93,7 +93,7 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
     assert [c.name for c in script.finished_checkpoints(run)] == ["checkpoint-1"]
     assert not (tmp_path / "backbone").exists()
     (run / "checkpoint-5").mkdir()  # a save cut short by a kill (no trainer_state.json): never resumed from
-    with pytest.raises(DataError, match=r"--lr 0\.001 \(was 0\.0005\)"):
+    with pytest.raises(ConfigError, match=r"--lr 0\.001 \(was 0\.0005\)"):
         script.main(options(tmp_path, wiki, "--lr", "0.001"))
     assert script.main(options(tmp_path, wiki)) == 0  # resumes to the last step, then exports
     state = script.read_state(script.finished_checkpoints(run)[-1])
@@ -140,3 +140,12 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path, wiki: Pa
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming from checkpoint-{stopped}" in resumed.stdout
     assert script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"] == stopped + 1
+
+
+@pytest.mark.slow
+def test_without_the_evaluation_sets_it_refuses_in_one_line(tmp_path: Path, wiki: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "LWAP_DATA_DIR": str(tmp_path / "no-mirror")}
+    command = [sys.executable, str(REPO / "benchmarks/pretrain_mlm.py"), *options(tmp_path, wiki)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("pretrain_mlm: no data mirror")
