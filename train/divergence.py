@@ -6,9 +6,10 @@
   from a broken one. `lwap train` then says what went non-finite and what to try, and exits 2 without
   a model (`TrainingDivergedError`). transformers' own `logging_nan_inf_filter` would instead log the
   average of earlier losses in place of a NaN and train on.
-- `CheckpointTheBest`: with `eval.keep_best`, a step that scores a new best is checkpointed even between
-  `output.save_steps`; otherwise transformers could not reload it, and would keep the last weights
-  under the best step's name.
+- `SelectTheBest`: with `eval.keep_best`, the evaluation before training competes too (transformers
+  leaves it out: a run that only got worse would keep its least bad trained step), and a step that
+  scores a new best is checkpointed even between `output.save_steps` (else transformers could not
+  reload it, and would keep the last weights under the best step's name).
 - `initial_weights`: the weights of step 0, which transformers never checkpoints, rebuilt exactly as the
   run built them (same seed), for a run whose best score is the one before training.
 """
@@ -86,18 +87,20 @@ class StopOnNonFinite(TrainerCallback):
             _stop_without_saving(control)
 
 
-class CheckpointTheBest(TrainerCallback):
-    """Checkpoint an evaluated step that scores a new best (see the module docstring)."""
+class SelectTheBest(TrainerCallback):
+    """Step 0 competes for the best; a new best is checkpointed (see the module docstring)."""
 
     def __init__(self, dev_metric: str) -> None:
         self.dev_metric = dev_metric
 
     def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
         value = (kw.get("metrics") or {}).get(self.dev_metric)
-        if value is None or not math.isfinite(float(value)) or state.global_step == 0:
-            return  # step 0 is never checkpointed by transformers: see initial_weights
-        if state.best_metric is None or float(value) > state.best_metric:
-            control.should_save = True
+        if value is None or not math.isfinite(float(value)):
+            return
+        if state.global_step == 0:  # transformers' eval_on_start never reaches its best-metric update
+            state.best_metric, state.best_global_step = float(value), 0
+        elif state.best_metric is None or float(value) > state.best_metric:
+            control.should_save = True  # transformers then records it as the best and can reload it
 
 
 def _stop_without_saving(control: TrainerControl) -> None:

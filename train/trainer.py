@@ -131,7 +131,7 @@ def build_trainer(
     from transformers.trainer_utils import SaveStrategy
 
     from lwap.train.callbacks import EvaluateAtEnd, MetricsCsv, StopOnSignal, Timing
-    from lwap.train.divergence import CheckpointTheBest, StopOnNonFinite
+    from lwap.train.divergence import SelectTheBest, StopOnNonFinite
     from lwap.train.losses import SimCSELoss
     from lwap.train.report import DEV_METRIC
 
@@ -180,7 +180,7 @@ def build_trainer(
         own.append(EvaluateAtEnd(evaluate=config.eval.stsb_dev))
     own += head_training_setup(model, args, config.training)  # the head's lr, the backbone's warm-up
     if checkpoints and config.eval.keep_best:
-        own.append(CheckpointTheBest(DEV_METRIC))
+        own.append(SelectTheBest(DEV_METRIC))
     # after every callback that asks for a save or an evaluation, so it can cancel a broken step's
     divergence = StopOnNonFinite(loss, DEV_METRIC if config.eval.stsb_dev else None)
     own.append(divergence)
