@@ -213,8 +213,9 @@ def test_second_run_on_a_live_runs_folder_refuses(tmp_path: Path, tiny_bert: Pat
     finally:
         if first.poll() is None:
             first.kill()
-    assert first.returncode == 130 and not (out / LOCK_FILE).exists()
-    assert main(["train", str(path), "--resume", "--set", "training.max_steps=6"]) in (0, 2)
+    assert first.returncode == 130 and not (out / LOCK_FILE).exists()  # released: --resume may start
+    stopped = int(latest_complete_checkpoint(out).name.split("-")[1])
+    assert main(["train", str(path), "--resume", "--set", f"training.max_steps={stopped + 1}"]) == 0
 
 
 # --- a full disk ------------------------------------------------------------------------------------------
@@ -244,3 +245,100 @@ def test_refused_checkpoint_write_keeps_the_previous_one(
     monkeypatch.setattr(torch, "save", real_save)
     assert main(["train", str(path), "--resume"]) == 0
     assert json.loads((out / "train_summary.json").read_text())["steps"] == 12
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A folder on a tmpfs of the size asked for (needs the right to mount: root; else skipped)."""
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        folder = tmp_path / f"disk-{len(mounted)}"
+        folder.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+class FillDiskAfter(TrainerCallback):
+    """Once checkpoint `step` is written, fill its file system up to the last 64 KiB."""
+
+    def __init__(self, step: int, ballast: Path) -> None:
+        self.step, self.ballast = step, ballast
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            free = os.statvfs(self.ballast.parent).f_bavail * os.statvfs(self.ballast.parent).f_frsize
+            with self.ballast.open("wb") as handle:
+                handle.write(b"\0" * max(free - 65536, 0))
+
+
+def test_full_disk_during_a_checkpoint_keeps_the_previous_one(
+    tmp_path: Path, tiny_bert: Path, small_disk
+) -> None:
+    """A real full disk (tmpfs): checkpoint-10 cannot be written; checkpoint-5 stays complete and resumes."""
+    disk = small_disk("64m")
+    path = tiny_config(tmp_path, tiny_bert, output={"dir": str(disk / "run"), "save_steps": 5})
+    out = disk / "run"
+    ballast = disk / "ballast"
+    with pytest.raises(OutputWriteError) as refused:
+        train(load_config(path), callbacks=[FillDiskAfter(5, ballast)])
+    message = str(refused.value)
+    assert message.startswith(f"{out / 'checkpoints' / 'checkpoint-10'}: cannot write (")
+    assert "No space left on device" in message and "checkpoint-5, is intact" in message, message
+    assert [p.name for p in (out / "checkpoints").iterdir()] == ["checkpoint-5"]
+    assert not (out / LOCK_FILE).exists()
+    ballast.unlink()
+    assert main(["train", str(path), "--resume"]) == 0
+    assert json.loads((out / "train_summary.json").read_text())["steps"] == 12
+
+
+def test_full_disk_is_one_line_and_exit_2_from_every_command(
+    tmp_path: Path, tiny_bert: Path, small_disk, capfd
+) -> None:
+    """`lwap train` (first checkpoint), `lwap encode` (.npy) and `lwap eval --output` on a full tmpfs."""
+    disk = small_disk("1m")
+    path = tiny_config(tmp_path, tiny_bert, output={"dir": str(disk / "run"), "save_steps": 2})
+    assert main(["train", str(path)]) == 2
+    errors = [line for line in capfd.readouterr().err.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(
+        f"lwap train: error: {disk / 'run' / 'checkpoints' / 'checkpoint-2'}: cannot write"
+    )
+    assert "no checkpoint was complete yet" in errors[0]
+    assert not (disk / "run" / "checkpoints" / "checkpoint-2").exists()
+
+    model = tmp_path / "model"
+    build_model(str(tiny_bert), "lwap").save(str(model))
+    sentences = tmp_path / "in.txt"
+    sentences.write_text("\n".join(SENTENCES * 3000) + "\n")
+    (disk / "ballast").write_bytes(b"\0" * (os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize - 4096))
+    output = disk / "out.npy"
+    assert (
+        main(["encode", str(model), "--input", str(sentences), "--output", str(output), "--no-progress"]) == 2
+    )
+    err = capfd.readouterr().err.strip().splitlines()
+    assert err == [f"lwap encode: error: {output}: cannot write embeddings (No space left on device)"], err
+    assert not [p.name for p in disk.iterdir() if "out.npy" in p.name]
+
+    results = disk / "results"
+    results.mkdir()
+    tasks = tmp_path / "beir"
+    from eval_mirror import write_beir
+
+    docs = [{"_id": f"d{i}", "title": "", "text": s} for i, s in enumerate(SENTENCES)]
+    write_beir(tasks, docs, [{"_id": "q0", "text": "a guitar"}], [("q0", "d0", 1)])
+    (disk / "ballast2").write_bytes(b"\0" * (os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize))
+    assert main(["eval", str(model), "--tasks", str(tasks), "--output", str(results), "--no-progress"]) == 2
+    err = [line for line in capfd.readouterr().err.splitlines() if "error" in line.lower()]
+    assert len(err) == 1 and err[0].startswith(f"lwap eval: error: {results}/"), err
+    assert err[0].endswith(": cannot write (No space left on device)"), err
+    assert not list(results.iterdir())  # nothing half-written
