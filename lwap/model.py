@@ -39,6 +39,8 @@ def build_model(
     """
     pooler = registry.check(pooling, options)
     source = resolve_backbone(backbone)
+    if Path(source).is_dir():  # a damaged weights file: one line, not a SafetensorError
+        check_weights_files(Path(source), BackboneNotFoundError)
     config_kwargs = {"output_hidden_states": True} if pooler.hidden_states else {}
     try:
         transformer = Transformer(source, config_kwargs=config_kwargs, max_seq_length=max_seq_length)

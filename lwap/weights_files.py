@@ -13,13 +13,7 @@ from pathlib import Path
 
 from lwap.errors import LwapError, ModelLoadError
 
-# safetensors' own wording → what it means for the file
-_REASONS = {
-    "incomplete metadata": "truncated: shorter than its header says",
-    "header too small": "too short to be a safetensors file",
-    "invalid header length": "not a safetensors file (its header is not a valid length)",
-    "header too large": "not a safetensors file (its header is not a valid length)",
-}
+_MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header's length
 
 
 def weights_files(folder: Path) -> list[Path]:
@@ -39,17 +33,40 @@ def weights_files(folder: Path) -> list[Path]:
 
 def check_weights_file(path: Path, error: type[LwapError] = ModelLoadError) -> None:
     """`error` naming `path` unless it is a complete safetensors file."""
+    reason = _damage(path)
+    if reason is not None:
+        raise error(f"{path}: damaged weights file, {reason}; save or copy the model again")
+
+
+def _damage(path: Path) -> str | None:
+    """What is wrong with the safetensors file `path`, or None. The length prefix is read here first, so
+    a truncated file is told apart from one that is not safetensors at all (safetensors calls both an
+    invalid header length); then safetensors checks the header and that the tensors fit in the file."""
     from safetensors import SafetensorError, safe_open
 
-    if path.stat().st_size == 0:
-        raise error(f"{path}: damaged weights file (empty, 0 bytes); save or copy the model again")
+    size = path.stat().st_size
+    if size == 0:
+        return "empty (0 bytes)"
+    with path.open("rb") as handle:
+        prefix = handle.read(8 + 2**20)
+    header = int.from_bytes(prefix[:8], "little") if len(prefix) >= 8 else 0
+    if len(prefix) < 9 or header > _MAX_HEADER or prefix[8:9] != b"{":
+        return f"not safetensors ({size:,} bytes without a safetensors header)"
+    if size < 8 + header:  # cut off, or a length field that lies: does the JSON header end early?
+        try:
+            _, end = json.JSONDecoder().raw_decode(prefix[8:].decode("utf-8", "replace"))
+        except ValueError:
+            return f"truncated ({size:,} bytes; its header alone is {header:,})"
+        return f"header damaged (its length field says {header:,} bytes, the header is {end:,})"
     try:
         with safe_open(str(path), framework="pt"):
             pass
     except (SafetensorError, OSError) as problem:
         text = str(problem)
-        reason = next((why for mark, why in _REASONS.items() if mark in text), text.splitlines()[0])
-        raise error(f"{path}: damaged weights file ({reason}); save or copy the model again") from None
+        if "incomplete metadata" in text:
+            return f"truncated ({size:,} bytes, fewer than its header lists)"
+        return text.strip().splitlines()[0] if text.strip() else type(problem).__name__
+    return None
 
 
 def check_weights_files(folder: Path, error: type[LwapError] = ModelLoadError) -> None:

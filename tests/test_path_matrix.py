@@ -240,9 +240,24 @@ def make_fault(world: World, target: Target, fault: str, request: pytest.Fixture
         else:
             world.make_valid(target, path, gz=True)
             _truncate(path / f"{target.inner}.gz")
+    elif fault.startswith("weights-"):
+        world.make_valid(target, path)
+        _damage_weights(path / target.weights, fault)
     else:
         raise AssertionError(f"unknown fault {fault}")
     return path
+
+
+def _damage_weights(weights: Path, fault: str) -> None:
+    """Truncate, empty or overwrite the header of a safetensors file (a copy of the valid one)."""
+    data = weights.read_bytes()
+    weights.unlink()  # copies can be hard links to the module fixture: never write through them
+    damaged = {
+        "weights-truncated": data[: len(data) // 2],
+        "weights-empty": b"",
+        "weights-bad-header": b"PK\x03\x04" + data[4:],  # a zip's magic where the header length was
+    }[fault]
+    weights.write_bytes(damaged)
 
 
 # --- running and checking -----------------------------------------------------------------------------

@@ -342,3 +342,70 @@ def test_full_disk_is_one_line_and_exit_2_from_every_command(
     assert len(err) == 1 and err[0].startswith(f"lwap eval: error: {results}/"), err
     assert err[0].endswith(": cannot write (No space left on device)"), err
     assert not list(results.iterdir())  # nothing half-written
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG])
+def test_refused_writes_name_the_file_and_leave_nothing(tmp_path: Path, code: int) -> None:
+    """Every atomic output (model folder, summary, metrics, results, .npy) fails the same way."""
+    from lwap.files import atomic_path
+
+    target = tmp_path / "results.json"
+    with pytest.raises(OutputWriteError) as refused, atomic_path(target) as partial:
+        partial.write_text("{")
+        raise OSError(code, os.strerror(code))
+    assert str(refused.value) == f"{target}: cannot write ({os.strerror(code)})"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_failure_reads_every_writers_report(tmp_path: Path) -> None:
+    from lwap.files import write_failure
+
+    rust = RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)")
+    assert write_failure(rust) == "No space left on device"
+    torch_zip = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
+    assert write_failure(torch_zip, tmp_path).startswith("torch.save failed: [enforce fail")
+    assert "MiB free on that file system" in write_failure(torch_zip, tmp_path)
+    assert write_failure(OSError(errno.ENOENT, "No such file or directory")) is None  # not a refused write
+    assert write_failure(ValueError("bad value")) is None
+
+
+def test_refused_model_write_says_how_to_finish(tmp_path: Path, tiny_bert: Path) -> None:
+    from lwap.train.outputs import save_model_atomically
+
+    model = build_model(str(tiny_bert), "mean")
+    (tmp_path / "checkpoints" / "checkpoint-12").mkdir(parents=True)
+
+    def full(folder: str, *args, **kwargs) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    model.save = full
+    with pytest.raises(OutputWriteError) as refused:
+        save_model_atomically(model, tmp_path)
+    assert str(refused.value) == (
+        f"{tmp_path / 'model'}: cannot write (No space left on device); the checkpoints are intact: "
+        "free some space, then --resume writes the model"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints"]
+
+
+def test_resume_after_a_refused_model_write_writes_the_model(
+    tmp_path: Path, tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lwap.train import outputs
+
+    real = outputs.save_model_atomically
+
+    def full(model, out):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(model, "save", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+            return real(model, out)
+
+    monkeypatch.setattr(outputs, "save_model_atomically", full)
+    path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 6})
+    with pytest.raises(OutputWriteError, match="then --resume writes the model"):
+        train(load_config(path))
+    out = tmp_path / "run"
+    assert not is_finished(out) and latest_complete_checkpoint(out).name == "checkpoint-6"
+    monkeypatch.setattr(outputs, "save_model_atomically", real)
+    assert main(["train", str(path), "--resume"]) == 0
+    assert is_finished(out) and json.loads((out / "train_summary.json").read_text())["steps"] == 6
