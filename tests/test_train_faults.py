@@ -409,3 +409,6 @@ def test_resume_after_a_refused_model_write_writes_the_model(
     monkeypatch.setattr(outputs, "save_model_atomically", real)
     assert main(["train", str(path), "--resume"]) == 0
     assert is_finished(out) and json.loads((out / "train_summary.json").read_text())["steps"] == 6
+    np.testing.assert_allclose(  # no step trained on top: the model is checkpoint-6's weights
+        embeddings(out / "model"), embeddings(out / "checkpoints" / "checkpoint-6"), atol=1e-6
+    )

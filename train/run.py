@@ -9,6 +9,7 @@ comes out (see `lwap.train.outputs` for the layout).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from pathlib import Path
@@ -82,7 +83,10 @@ def _train(
     trainer, stop = built.trainer, built.stop
     _announce(config, args, dataset, resume_from)
     try:
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        if resume_from is not None and _training_done(resume_from, config):
+            _load_finished(trainer, resume_from, config)  # only the model is missing (its write failed)
+        else:
+            trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     except LwapError:
         raise
     except Exception as error:  # a checkpoint the file system refused: one line, not a traceback
@@ -133,6 +137,26 @@ def _train(
 
         dist.barrier()  # the other processes wait until the model folder is complete
     return summary
+
+
+def _training_done(checkpoint: Path, config: TrainConfig) -> bool:
+    """Whether `checkpoint` is the last step of the run `config` asks for. transformers would train one
+    step more from it; a run whose model could not be written (a full disk) resumes this way."""
+    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    target = config.training.max_steps if config.training.max_steps > 0 else state.get("max_steps", 0)
+    return int(state.get("global_step", 0)) >= int(target or 0) > 0
+
+
+def _load_finished(trainer: Any, checkpoint: Path, config: TrainConfig) -> None:
+    """The trainer's state and kept weights as training would have left them at `checkpoint`'s step."""
+    from transformers import TrainerState
+
+    from lwap.model import load_model
+
+    trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+    best = trainer.state.best_model_checkpoint
+    kept = Path(best) if config.eval.keep_best and best and Path(best).is_dir() else checkpoint
+    trainer.model.load_state_dict(load_model(kept, device="cpu").state_dict())
 
 
 def build_configured_model(m: ModelConfig) -> Any:
