@@ -97,9 +97,13 @@ def process_start_time(pid: int) -> float | None:
 
 
 def read_owner(path: Path) -> LockOwner | None:
-    """The owner a lock file names, or None if it is gone, empty or not a lock file of ours."""
+    """The owner a lock file names, or None if it is gone, empty or not a lock file of ours. A bare pid
+    (the pooler grid's cell locks before this module) is read as a lock of this host, taken then."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8").strip()
+        if text.isdigit():
+            return LockOwner(int(text), socket.gethostname(), path.stat().st_mtime)
+        raw = json.loads(text)
         return LockOwner(int(raw["pid"]), str(raw["host"]), float(raw["since"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None

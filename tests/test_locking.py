@@ -49,6 +49,9 @@ def test_dead_owner_and_reused_pid_are_taken_over(tmp_path: Path) -> None:
     _write_lock(lock, _dead_pid())
     with claim(lock) as mine:
         assert mine and read_owner(lock).pid == os.getpid()
+    lock.write_text(str(_dead_pid()), encoding="utf-8")  # a bare pid: the grid's cell locks before
+    with claim(lock) as mine:
+        assert mine
     # a live pid that started after the lock was taken (the pid was reused): the owner is gone
     _write_lock(lock, os.getpid(), since=time.time() - 10 * 365 * 86400)
     if Path("/proc/self/stat").exists():
@@ -68,15 +71,18 @@ def test_other_hosts_and_unreadable_locks_are_respected(tmp_path: Path) -> None:
 
 
 RACER = """
-import sys, time
+import os, sys, time
 from pathlib import Path
 from lwap.locking import claim
-start = float(sys.argv[2])
+lock, start, racers = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 while time.time() < start:
     pass
-with claim(Path(sys.argv[1])) as mine:
+with claim(lock) as mine:
     print("held" if mine else "busy", flush=True)
-    time.sleep(max(0.0, start + 6 - time.time()))  # held until every racer has tried
+    (lock.parent / f"tried-{os.getpid()}").touch()
+    deadline = time.time() + 120
+    while mine and len(list(lock.parent.glob("tried-*"))) < racers and time.time() < deadline:
+        time.sleep(0.05)  # held until every racer has tried
 """
 
 
@@ -84,14 +90,14 @@ def test_only_one_of_many_processes_takes_a_dead_lock(tmp_path: Path) -> None:
     """Six processes start at once on a lock left by a dead process: exactly one holds it."""
     lock = tmp_path / "cell.lock"
     _write_lock(lock, _dead_pid())
-    start = time.time() + 6  # every racer has started (imported) by then
+    start = time.time() + 3  # most have started (imported) by then; a late one still finds the lock held
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", RACER, str(lock), str(start)], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", RACER, str(lock), str(start), "6"], stdout=subprocess.PIPE, text=True
         )
         for _ in range(6)
     ]
-    said = sorted(p.communicate(timeout=60)[0].strip() for p in racers)
+    said = sorted(p.communicate(timeout=180)[0].strip() for p in racers)
     assert said == ["busy"] * 5 + ["held"], said
     assert not lock.exists()
 
