@@ -133,7 +133,8 @@ class World:
             "model": {"backbone": str(self.tiny_bert), "pooling": "lwap", "max_seq_length": 16},
             "data": {"train": str(self.root / "train.txt")},
             "objective": {"name": "unsup_simcse"},
-            "training": {"max_steps": 1, "per_device_batch_size": 4, "progress_bar": False},
+            # 2 steps: resuming the valid checkpoint (step 1) still reaches the loop
+            "training": {"max_steps": 2, "per_device_batch_size": 4, "progress_bar": False},
             "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
         }
         for key, value in paths.items():
