@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lwap.errors import LwapError
+from lwap.errors import LwapError, OutputWriteError
 
 
 class LockedError(LwapError):
@@ -114,7 +114,11 @@ def _create(path: Path, owner: LockOwner) -> bool:
     text = json.dumps(asdict(owner)) + "\n"
     temporary = path.with_name(f".{path.name}.new-{owner.pid}")
     temporary.unlink(missing_ok=True)
-    temporary.write_text(text, encoding="utf-8")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+    except OSError as error:  # a full disk, a read-only folder: one line, as for any output
+        temporary.unlink(missing_ok=True)
+        raise OutputWriteError(f"{path}: cannot write the lock file ({error.strerror or error})") from None
     try:
         os.link(temporary, path)
         return True

@@ -105,3 +105,18 @@ def test_only_one_of_many_processes_takes_a_dead_lock(tmp_path: Path) -> None:
 def test_owner_description() -> None:
     owner = LockOwner(123, "box", 0.0)
     assert owner.describe() == "pid 123 on box, since 1970-01-01 00:00:00 UTC"
+
+
+def test_a_lock_that_cannot_be_written_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from lwap.errors import OutputWriteError
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    says = r"cell\.lock: cannot write the lock file \(No space left"
+    with pytest.raises(OutputWriteError, match=says), claim(tmp_path / "cell.lock"):
+        pass
+    assert list(tmp_path.iterdir()) == []
