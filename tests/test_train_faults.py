@@ -113,6 +113,7 @@ class NaNAt(TrainerCallback):
                 next(model.parameters()).view(-1)[0] = math.nan
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("scores", "best"), [([0.9, 0.5, 0.6], 0), ([0.1, 0.2, 0.7], 4)], ids=["best-0", "best-4"]
 )
@@ -281,6 +282,7 @@ class FillDiskAfter(TrainerCallback):
                 handle.write(b"\0" * max(free - 65536, 0))
 
 
+@pytest.mark.slow
 def test_full_disk_during_a_checkpoint_keeps_the_previous_one(
     tmp_path: Path, tiny_bert: Path, small_disk
 ) -> None:
@@ -388,6 +390,7 @@ def test_refused_model_write_says_how_to_finish(tmp_path: Path, tiny_bert: Path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints"]
 
 
+@pytest.mark.slow
 def test_resume_after_a_refused_model_write_writes_the_model(
     tmp_path: Path, tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
