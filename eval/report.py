@@ -125,7 +125,7 @@ def format_markdown(results: dict[str, Any]) -> str:
 
 def write_outputs(results: dict[str, Any], output_dir: Path) -> list[Path]:
     """results.json, results.md and (LWAP models evaluated on STS-B) layer_attention.png in `output_dir`."""
-    from lwap.errors import ConfigError
+    from lwap.errors import ConfigError, OutputWriteError
 
     if output_dir.exists() and not output_dir.is_dir():
         raise ConfigError(f"output {output_dir}: is a file, expected a folder")
@@ -135,6 +135,8 @@ def write_outputs(results: dict[str, Any], output_dir: Path) -> list[Path]:
         raise ConfigError(f"output {output_dir}: cannot create the folder ({error.strerror})") from None
     try:
         return _write_files(results, output_dir)
+    except OutputWriteError:  # a full disk, a quota, a read-only file system: already names the file
+        raise
     except OSError as error:
         raise ConfigError(f"output {output_dir}: cannot write results ({error.strerror or error})") from None
 

@@ -103,6 +103,9 @@ def check_backbone(name_or_path: str | os.PathLike[str]) -> str:
             raise BackboneNotFoundError(
                 f"could not load backbone {str(name_or_path)!r}: {first_line}"
             ) from None
+        from lwap.weights_files import check_weights_files
+
+        check_weights_files(Path(source), BackboneNotFoundError)
     return source
 
 

@@ -12,7 +12,9 @@ import contextlib
 import errno
 import gzip
 import json
+import math
 import os
+import re
 import shutil
 import tempfile
 import zlib
@@ -50,8 +52,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
 
     A crash leaves at most a hidden `.NAME.partial-PID`, never a `path` that looks complete. A folder
     already at `path` is replaced by a folder (removed just before the rename: `os.replace` cannot
-    replace a non-empty folder). There is no fsync (nor was there before): the rename guards against the
-    process dying mid-write (what lwap promises, docs/RELIABILITY.md rows 44-46), not against a power cut.
+    replace a non-empty folder). A write the file system refuses (disk full, quota, read-only: see
+    `write_failure`) becomes an OutputWriteError naming `path`. There is no fsync (nor was there before):
+    the rename guards against the process dying mid-write (what lwap promises, docs/RELIABILITY.md rows
+    44-46), not against a power cut.
     """
     partial = _partial_path(path)
     _remove(partial)  # a previous process with the same id
@@ -60,9 +64,67 @@ def atomic_path(path: Path) -> Iterator[Path]:
         if partial.is_dir() and path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         os.replace(partial, path)
-    except BaseException:
+    except BaseException as error:
         _remove(partial)
+        reason = write_failure(error, path.parent)
+        if reason is not None:  # a full disk, a quota, a read-only file system: one line naming `path`
+            raise OutputWriteError(f"{path}: cannot write ({reason})") from None
         raise
+
+
+# errno values that mean the file system refused a write (not a bug, not a bad input)
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
+_OS_ERROR_CODE = re.compile(r"\(os error (\d+)\)")  # how Rust (safetensors) prints an io::Error
+_TORCH_WRITER = ("PytorchStreamWriter", "unexpected pos", "file write failed")
+
+
+def write_failure(error: BaseException, where: Path | None = None) -> str | None:
+    """Why a write failed, in a few words, if `error` (or what caused it) is the file system refusing it:
+    a full disk, a quota, a read-only file system, a file size limit; None for any other error.
+
+    Three writers report it three ways: Python's OSError carries the errno; safetensors' SafetensorError
+    only the OS error's text (`... (os error 28)`); torch.save's zip writer nothing but a position
+    mismatch, so for it the free space left under `where` is told instead.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, LwapError):
+            return None
+        if isinstance(current, OSError) and current.errno in WRITE_ERRNOS:
+            return current.strerror or os.strerror(current.errno)
+        text = str(current)
+        code = _OS_ERROR_CODE.search(text)
+        if code and int(code.group(1)) in WRITE_ERRNOS:
+            return os.strerror(int(code.group(1)))
+        if isinstance(current, RuntimeError) and any(mark in text for mark in _TORCH_WRITER):
+            first = text.strip().splitlines()[0] if text.strip() else "RuntimeError"
+            return f"torch.save failed: {first}{_free_space(where)}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _free_space(where: Path | None) -> str:
+    if where is None:
+        return ""
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return ""
+    return f"; {free / 2**20:.1f} MiB free on that file system"
+
+
+def finite_json(data: Any) -> Any:
+    """`data` with every NaN and infinity replaced by None: JSON has no such numbers (Python's `json`
+    writes a bare `NaN`, which other JSON readers reject)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: finite_json(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite_json(value) for value in data]
+    return data
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -72,8 +134,9 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 def write_json_atomically(data: dict[str, Any], path: Path) -> None:
-    """`data` as indented JSON with a final newline, through `atomic_path`."""
-    write_text_atomically(path, json.dumps(data, indent=2) + "\n")
+    """`data` as indented, strict JSON (non-finite numbers as null) with a final newline, through
+    `atomic_path`."""
+    write_text_atomically(path, json.dumps(finite_json(data), indent=2, allow_nan=False) + "\n")
 
 
 def save_figure_atomically(figure: Any, path: Path, **savefig: Any) -> None:

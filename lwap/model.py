@@ -19,6 +19,7 @@ from lwap import registry
 from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone
 from lwap.errors import BackboneNotFoundError, ModelLoadError
 from lwap.layerwise_attention import LayerwiseAttentionPooling
+from lwap.weights_files import check_weights_files
 
 TRUSTED_MODULE_PREFIXES = ("sentence_transformers.", "lwap.")
 
@@ -38,6 +39,8 @@ def build_model(
     """
     pooler = registry.check(pooling, options)
     source = resolve_backbone(backbone)
+    if Path(source).is_dir():  # a damaged weights file: one line, not a SafetensorError
+        check_weights_files(Path(source), BackboneNotFoundError)
     config_kwargs = {"output_hidden_states": True} if pooler.hidden_states else {}
     try:
         transformer = Transformer(source, config_kwargs=config_kwargs, max_seq_length=max_seq_length)
@@ -138,6 +141,7 @@ def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) 
         if not path.exists():  # a hub id for online users: sentence-transformers checks what it downloads
             return SentenceTransformer(name, device=device)
     check_model_folder(path)
+    check_weights_files(path)  # a truncated or foreign weights file: one line, not a SafetensorError
     try:
         return SentenceTransformer(
             str(path),

@@ -38,6 +38,7 @@ class Target:
     inner: str = ""  # input folders: the file inside that the content faults (empty, not UTF-8) break
     gzip: bool = False  # reads .gz (input files) / a .gz inside (input folders)
     empty_ok: bool = False  # an empty input is valid (encode: an empty file is zero sentences)
+    weights: str = ""  # model folders: the safetensors file inside that the weights faults damage
 
 
 TARGETS = (
@@ -50,6 +51,7 @@ TARGETS = (
         "model",
         "a saved model folder",
         inner="modules.json",
+        weights="model.safetensors",
     ),
     Target(
         "encode --input",
@@ -72,6 +74,7 @@ TARGETS = (
         "model",
         "a saved model folder",
         inner="modules.json",
+        weights="1_LayerwiseAttentionPooling/model.safetensors",  # the pooling head's, this time
     ),
     Target(
         "eval --tasks PATH",
@@ -105,6 +108,7 @@ TARGETS = (
         "checkpoint-1",
         "a complete checkpoint folder",
         inner="trainer_state.json",
+        weights="model.safetensors",
     ),
     Target("output.dir", "train", "config key", "output.dir", OUTPUT_FOLDER, "run", "a folder to write"),
     Target(
@@ -116,6 +120,7 @@ TARGETS = (
         "backbone",
         "a Hugging Face model folder",
         inner="config.json",
+        weights="model.safetensors",
     ),
     Target(
         "data.train",
@@ -242,6 +247,13 @@ FAULTS = (
     ),
     Fault("truncated-gzip", "a truncated .gz file", r"truncated or corrupt gzip"),
     Fault("symlink-loop", "a symbolic link to itself", r"symbolic link|no such|does not exist|not found"),
+    Fault("weights-truncated", "model folders: the weights file cut in half", r"damaged weights file"),
+    Fault("weights-empty", "model folders: the weights file empty (0 bytes)", r"damaged weights file"),
+    Fault(
+        "weights-bad-header",
+        "model folders: the weights file's header overwritten (not safetensors)",
+        r"damaged weights file",
+    ),
     Fault("unicode-name", "a name with spaces and non-ASCII characters (must work)", r""),
 )
 FAULT = {fault.name: fault for fault in FAULTS}
@@ -260,6 +272,8 @@ def expectation(target: Target, fault: str) -> str:
         return "n/a: an existing output is replaced, not read"
     if fault == "truncated-gzip" and not target.gzip:
         return "n/a: no .gz is read here" if inputs else "n/a: an output is not read"
+    if fault.startswith("weights-") and not target.weights:
+        return "n/a: no weights file is read here"
     if fault == "empty" and target.empty_ok:
         return "works"  # zero lines give a (0, dim) .npy, as encode([]) gives a (0, dim) array
     return "error"

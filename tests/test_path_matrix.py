@@ -133,7 +133,8 @@ class World:
             "model": {"backbone": str(self.tiny_bert), "pooling": "lwap", "max_seq_length": 16},
             "data": {"train": str(self.root / "train.txt")},
             "objective": {"name": "unsup_simcse"},
-            "training": {"max_steps": 1, "per_device_batch_size": 4, "progress_bar": False},
+            # 2 steps: resuming the valid checkpoint (step 1) still reaches the loop
+            "training": {"max_steps": 2, "per_device_batch_size": 4, "progress_bar": False},
             "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
         }
         for key, value in paths.items():
@@ -240,9 +241,24 @@ def make_fault(world: World, target: Target, fault: str, request: pytest.Fixture
         else:
             world.make_valid(target, path, gz=True)
             _truncate(path / f"{target.inner}.gz")
+    elif fault.startswith("weights-"):
+        world.make_valid(target, path)
+        _damage_weights(path / target.weights, fault)
     else:
         raise AssertionError(f"unknown fault {fault}")
     return path
+
+
+def _damage_weights(weights: Path, fault: str) -> None:
+    """Truncate, empty or overwrite the header of a safetensors file (a copy of the valid one)."""
+    data = weights.read_bytes()
+    weights.unlink()  # copies can be hard links to the module fixture: never write through them
+    damaged = {
+        "weights-truncated": data[: len(data) // 2],
+        "weights-empty": b"",
+        "weights-bad-header": b"PK\x03\x04" + data[4:],  # a zip's magic where the header length was
+    }[fault]
+    weights.write_bytes(damaged)
 
 
 # --- running and checking -----------------------------------------------------------------------------

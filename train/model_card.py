@@ -28,7 +28,7 @@ OBJECTIVE_NAMES = {"unsup_simcse": "unsupervised SimCSE", "sup_simcse": "supervi
 def kept_step(trainer: Any, config: TrainConfig) -> int:
     """The step whose weights are saved: the best checkpoint with `eval.keep_best`, else the last step."""
     state = trainer.state
-    if config.eval.keep_best and state.best_global_step:
+    if config.eval.keep_best and state.best_global_step is not None:  # 0: the rebuilt step-0 weights
         return int(state.best_global_step)
     return int(state.global_step)
 

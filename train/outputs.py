@@ -7,6 +7,7 @@
     OUT/model/                 the final model (best weights + model card); exists only once complete
     OUT/train_summary.json     numbers of the run
     OUT/training_curves.png    training loss and STS-B dev Spearman over steps
+    OUT/.lwap-train.lock       while a run uses the folder: its pid, host and start (lwap.locking)
 
 A run is *finished* when OUT/model exists: it is written under a temporary name and renamed at the end,
 so a crash while saving never leaves a folder that loads as a finished model.
@@ -14,14 +15,17 @@ so a crash while saving never leaves a folder that loads as a finished model.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lwap.errors import ConfigError, LwapError, OutputExistsError
-from lwap.files import atomic_path, check_output, leftover_partials
+from lwap.errors import ConfigError, LwapError, OutputExistsError, OutputWriteError
+from lwap.files import atomic_path, check_output, leftover_partials, write_failure
+from lwap.locking import hold
 
 MODEL_DIR = "model"
 CHECKPOINTS_DIR = "checkpoints"
@@ -30,6 +34,7 @@ METRICS_CSV = "metrics.csv"
 SUMMARY_JSON = "train_summary.json"
 CURVES_PNG = "training_curves.png"
 CONFIG_YAML = "config.yaml"
+LOCK_FILE = ".lwap-train.lock"
 _RUN_ARTIFACTS = (
     MODEL_DIR,
     CHECKPOINTS_DIR,
@@ -78,11 +83,39 @@ def latest_complete_checkpoint(out: Path) -> Path | None:
     return complete[-1] if complete else None
 
 
-def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -> Path | None:
-    """Refuse what would lose or mix up work (read-only); return the checkpoint to resume from, if any."""
+def check_output_path(out: Path) -> None:
+    """ConfigError unless OUT is (or can be created as) a folder this process can write in."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output.dir {str(out)!r} is a file, not a folder")
     check_output(out, folder=True, label=f"output.dir {str(out)!r}", error=ConfigError)
+
+
+@contextlib.contextmanager
+def run_lock(out: Path) -> Iterator[None]:
+    """Hold OUT's lock for a run (main process only): a second run, or `--resume`, on a folder a live
+    run uses refuses with one line naming it (LockedError, exit 2). Folders created only to hold the
+    lock are removed again if the run leaves them empty (a run refused for a bad input leaves nothing)."""
+    check_output_path(out)
+    created = []
+    folder = out
+    while not folder.exists():
+        created.append(folder)
+        folder = folder.parent
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with hold(out / LOCK_FILE, f"output folder {out}"):
+            yield
+    finally:
+        for folder in created:  # deepest first; stops at the first one the run left something in
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+
+def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -> Path | None:
+    """Refuse what would lose or mix up work (read-only); return the checkpoint to resume from, if any."""
+    check_output_path(out)
     if resume and overwrite:
         raise ConfigError("--resume and --overwrite (output.overwrite) contradict each other; choose one")
     if is_finished(out) and not overwrite:
@@ -98,10 +131,12 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
                 raise ResumeError(f"--resume {resume}: {found}, expected a checkpoint folder (checkpoint-N)")
             if not is_complete_checkpoint(checkpoint):
                 raise ResumeError(f"--resume {resume}: not a complete checkpoint folder (checkpoint-N)")
+            _check_checkpoint_weights(checkpoint, f"--resume {resume}")
             return checkpoint
         checkpoint = latest_complete_checkpoint(out)
         if checkpoint is None:
             raise ResumeError(f"--resume: no complete checkpoint in {out / CHECKPOINTS_DIR}")
+        _check_checkpoint_weights(checkpoint, "--resume")
         return checkpoint
     if checkpoints(out) and not overwrite:
         latest = checkpoints(out)[-1].name
@@ -110,6 +145,42 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
             "or --overwrite to start over"
         )
     return None
+
+
+def _check_checkpoint_weights(checkpoint: Path, label: str) -> None:
+    from lwap.weights_files import check_weights_files
+
+    try:
+        check_weights_files(checkpoint)
+    except LwapError as error:
+        step = checkpoint_step(checkpoint) or 0
+        earlier = [
+            p
+            for p in checkpoints(checkpoint.parent.parent)
+            if (checkpoint_step(p) or 0) < step and is_complete_checkpoint(p)
+        ]
+        hint = f"; pass --resume {earlier[-1]} to continue from an earlier one" if earlier else ""
+        raise ResumeError(f"{label}: {error}{hint}") from None
+
+
+def checkpoint_write_error(error: BaseException, out: Path) -> OutputWriteError | None:
+    """The one-line error for a checkpoint the file system refused to write (None if `error` is not
+    that); removes the half-written checkpoint, which would never be resumed from but holds space."""
+    reason = write_failure(error, out)
+    if reason is None:
+        return None
+    broken = [p for p in checkpoints(out) if not is_complete_checkpoint(p)]
+    for folder in broken:
+        shutil.rmtree(folder, ignore_errors=True)
+    where = broken[-1] if broken else Path(getattr(error, "filename", None) or out / CHECKPOINTS_DIR)
+    latest = latest_complete_checkpoint(out)
+    after = (
+        f"the last complete checkpoint, {latest.name}, is intact: free some space, then continue with "
+        "--resume"
+        if latest
+        else "no checkpoint was complete yet: free some space and start again"
+    )
+    return OutputWriteError(f"{where}: cannot write ({reason}); {after}")
 
 
 def prepare_output_dir(out: Path, *, overwrite: bool, resume_from: Path | None) -> None:
@@ -141,6 +212,11 @@ def prepare_output_dir(out: Path, *, overwrite: bool, resume_from: Path | None) 
 def save_model_atomically(model: Any, out: Path) -> Path:
     """`model.save` into a temporary folder beside OUT/model, then rename it into place."""
     final = out / MODEL_DIR
-    with atomic_path(final) as partial:
-        model.save(str(partial))
+    try:
+        with atomic_path(final) as partial:
+            model.save(str(partial))
+    except OutputWriteError as error:
+        kept = checkpoints(out)
+        hint = "; the checkpoints are intact: free some space, then --resume writes the model" if kept else ""
+        raise OutputWriteError(f"{error}{hint}") from None
     return final

@@ -8,15 +8,18 @@ comes out (see `lwap.train.outputs` for the layout).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-from lwap.files import write_json_atomically
+from lwap.errors import LwapError
+from lwap.files import write_json_atomically, write_text_atomically
 from lwap.train import outputs
 from lwap.train.config import TrainConfig, dump_config
-from lwap.train.trainer import build_trainer, training_arguments
+from lwap.train.trainer import build_trainer, initial_model, training_arguments
 
 
 def output_path(config: TrainConfig) -> Path:
@@ -35,10 +38,26 @@ def train(
 
     `resume`: True = latest complete checkpoint in OUT/checkpoints, or a checkpoint folder.
     `overwrite`: replace a finished run in OUT (default: config.output.overwrite).
-    Ctrl-C/SIGTERM saves a checkpoint and raises KeyboardInterrupt.
+    Ctrl-C/SIGTERM saves a checkpoint and raises KeyboardInterrupt. A run holds OUT's lock
+    (`lwap.locking`): a second run, or `--resume`, on a folder a live run uses raises LockedError.
+    A diverging run stops (TrainingDivergedError), a refused write raises OutputWriteError (one line
+    each; `lwap.train.divergence`, `lwap.train.outputs.checkpoint_write_error`).
     """
-    wall_start = time.perf_counter()
     out = output_path(config)
+    is_main = int(os.environ.get("RANK", "0")) == 0  # torchrun's global rank; only it writes OUT
+    with outputs.run_lock(out) if is_main else contextlib.nullcontext():
+        return _train(config, out, config_path, resume, overwrite, callbacks)
+
+
+def _train(
+    config: TrainConfig,
+    out: Path,
+    config_path: str | None,
+    resume: bool | str | None,
+    overwrite: bool | None,
+    callbacks: list[Any] | tuple[Any, ...],
+) -> dict[str, Any]:
+    wall_start = time.perf_counter()
     if overwrite is None:  # an explicit --resume wins over the config's standing `overwrite: true`
         overwrite = config.output.overwrite and not resume
     resume_from = outputs.check_output_dir(
@@ -57,13 +76,28 @@ def train(
     with args.main_process_first(desc="output folder"):
         if is_main:
             outputs.prepare_output_dir(out, overwrite=overwrite, resume_from=resume_from)
-            (out / outputs.CONFIG_YAML).write_text(dump_config(config), encoding="utf-8")
+            write_text_atomically(out / outputs.CONFIG_YAML, dump_config(config))
 
     built = build_trainer(config, out, args=args, dataset=dataset, callbacks=callbacks)
     trainer, stop = built.trainer, built.stop
     _announce(config, args, dataset, resume_from)
-    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    try:
+        if resume_from is not None and _training_done(resume_from, config):
+            _load_finished(trainer, resume_from, config)  # only the model is missing (its write failed)
+        else:
+            trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    except LwapError:
+        raise
+    except Exception as error:  # a checkpoint the file system refused: one line, not a traceback
+        refused = outputs.checkpoint_write_error(error, out) if is_main else None
+        if refused is None:
+            raise
+        raise refused from None
 
+    if built.divergence.diverged is not None:
+        from lwap.train.divergence import TrainingDivergedError, divergence_message
+
+        raise TrainingDivergedError(divergence_message(built.divergence.diverged, config, out, config_path))
     if stop.stopped_at_step is not None:
         if is_main:
             print(
@@ -80,6 +114,8 @@ def train(
         from lwap.train.model_card import describe_run
 
         trainer.model.max_seq_length = inference_max_seq_length(trainer.model)  # undo the training truncation
+        if config.eval.keep_best and trainer.state.best_global_step == 0:  # never checkpointed: rebuild it
+            trainer.model.load_state_dict(initial_model(config).state_dict())
         describe_run(trainer, config)  # card: backbone, pooling, objective, the kept model's score
         model_dir = outputs.save_model_atomically(trainer.model, out)
         summary = _summary(config, config_path, args, trainer, built.timing, dataset, resume_from, model_dir)
@@ -98,6 +134,26 @@ def train(
 
         dist.barrier()  # the other processes wait until the model folder is complete
     return summary
+
+
+def _training_done(checkpoint: Path, config: TrainConfig) -> bool:
+    """Whether `checkpoint` is the last step of the run `config` asks for. transformers would train one
+    step more from it; a run whose model could not be written (a full disk) resumes this way."""
+    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    target = config.training.max_steps if config.training.max_steps > 0 else state.get("max_steps", 0)
+    return int(state.get("global_step", 0)) >= int(target or 0) > 0
+
+
+def _load_finished(trainer: Any, checkpoint: Path, config: TrainConfig) -> None:
+    """The trainer's state and kept weights as training would have left them at `checkpoint`'s step."""
+    from transformers import TrainerState
+
+    from lwap.model import load_model
+
+    trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+    best = trainer.state.best_model_checkpoint
+    kept = Path(best) if config.eval.keep_best and best and Path(best).is_dir() else checkpoint
+    trainer.model.load_state_dict(load_model(kept, device="cpu").state_dict())
 
 
 def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | None) -> None:
@@ -150,7 +206,7 @@ def _summary(
     scores = dev_scores(state.log_history)
     before = next((s for step, s in scores if step == 0), None)
     best_step, best = max(scores, key=lambda item: item[1]) if scores else (None, None)
-    if config.eval.keep_best and state.best_global_step:
+    if config.eval.keep_best and state.best_global_step is not None:  # step 0 too (its weights rebuilt)
         best_step, best = int(state.best_global_step), float(state.best_metric)
     final_step = best_step if config.eval.keep_best else state.global_step
     final = next((s for step, s in scores if step == final_step), None)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from lwap.train.cached_loss import CachedSimCSELoss
     from lwap.train.callbacks import StopOnSignal, Timing
+    from lwap.train.divergence import StopOnNonFinite
     from lwap.train.losses import SimCSELoss
 
 # sentence-transformers' sampler names; length_grouped starts as the plain sampler and is replaced in
@@ -44,8 +45,8 @@ BATCH_SAMPLER_NAMES = {
 class BuiltTrainer:
     """What `build_trainer` assembled; `trainer.train()` runs it.
 
-    `stop` and `timing` are the callbacks a run reads afterwards: where a signal stopped it, and how long
-    the loop and its evaluations took (for sentences/second).
+    `stop`, `timing` and `divergence` are the callbacks a run reads afterwards: where a signal stopped
+    it, how long the loop and its evaluations took (for sentences/second), and where it diverged.
     """
 
     trainer: SentenceTransformerTrainer
@@ -57,6 +58,7 @@ class BuiltTrainer:
     out: Path
     stop: StopOnSignal
     timing: Timing
+    divergence: StopOnNonFinite
 
 
 def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any:
@@ -106,6 +108,7 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             metric_for_best_model=DEV_METRIC if evaluate else None,
             greater_is_better=True,
             logging_steps=t.logging_steps,
+            logging_nan_inf_filter=False,  # a NaN loss stops the run (StopOnNonFinite): log it, not a mean
             logging_first_step=True,
             report_to="none",  # TensorBoard is added as a callback with a fixed folder (see build_trainer)
             disable_tqdm=not t.progress_bar,
@@ -197,12 +200,13 @@ def build_trainer(
     """
     from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
     from torch.utils.tensorboard import SummaryWriter
-    from transformers import set_seed
     from transformers.integrations import TensorBoardCallback
     from transformers.trainer_utils import SaveStrategy
 
     from lwap.train.callbacks import EvaluateAtEnd, MetricsCsv, StopOnSignal, Timing
+    from lwap.train.divergence import SelectTheBest, StopOnNonFinite
     from lwap.train.losses import SimCSELoss
+    from lwap.train.report import DEV_METRIC
 
     if not checkpoints and config.eval.keep_best:
         raise ValueError("checkpoints=False needs eval.keep_best: false (keeping the best reloads one)")
@@ -217,8 +221,7 @@ def build_trainer(
         from lwap.train.allocator import keep_freed_memory
 
         keep_freed_memory()  # before the model and optimizer allocate
-    set_seed(config.training.seed)  # the new pooling head starts identical in every process and every run
-    model = build_configured_model(config.model)
+    model = initial_model(config)
     loss = SimCSELoss(
         model,
         temperature=config.objective.temperature,
@@ -251,6 +254,11 @@ def build_trainer(
     if checkpoints:  # EvaluateAtEnd also checkpoints the last step
         own.append(EvaluateAtEnd(evaluate=config.eval.stsb_dev))
     own += head_training_setup(model, args, config.training)  # the head's lr, the backbone's warm-up
+    if checkpoints and config.eval.keep_best:
+        own.append(SelectTheBest(DEV_METRIC))
+    # after every callback that asks for a save or an evaluation, so it can cancel a broken step's
+    divergence = StopOnNonFinite(loss, DEV_METRIC if config.eval.stsb_dev else None)
+    own.append(divergence)
     if args.process_index == 0:
         own += [
             MetricsCsv(out / outputs.METRICS_CSV),
@@ -266,4 +274,13 @@ def build_trainer(
     )
     if not checkpoints:
         trainer.args.save_strategy = SaveStrategy.NO  # transformers' periodic and final saves
-    return BuiltTrainer(trainer, model, loss, evaluator, args, dataset, out, stop, timing)
+    return BuiltTrainer(trainer, model, loss, evaluator, args, dataset, out, stop, timing, divergence)
+
+
+def initial_model(config: TrainConfig) -> SentenceTransformer:
+    """The model a run starts from. Seeded, so the new pooling head starts identical in every process
+    and every run, and a run whose best is step 0 can rebuild those weights (lwap.train.run does)."""
+    from transformers import set_seed
+
+    set_seed(config.training.seed)
+    return build_configured_model(config.model)
