@@ -3,6 +3,8 @@
 `Module.load_torch_weights` falls back to `pytorch_model.bin` (a pickle) when no safetensors file is
 found; lwap's modules refuse that path instead, so a tampered folder cannot run code on load.
 Modules without parameters write only their config.
+Imports only what sentence-transformers brings: this file is copied into model folders (lwap.portable),
+so its error is a plain FileNotFoundError (lwap.load_model reports it as a ModelLoadError).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, TypeVar
 from safetensors.torch import load_model, save_model
 from sentence_transformers.sentence_transformer.modules import Module
 
-from lwap.errors import ModelLoadError
+from .worker_pickling import keep_hidden_states_in_workers
 
 M = TypeVar("M", bound="SafetensorsModule")
 WEIGHTS_FILE = "model.safetensors"
@@ -36,8 +38,12 @@ class SafetensorsModule(Module):
             return module
         weights = cls.load_file_path(model_name_or_path, WEIGHTS_FILE, subfolder=subfolder, **hub_kwargs)
         if weights is None:
-            raise ModelLoadError(
+            raise FileNotFoundError(
                 f"{model_name_or_path}/{subfolder}: no {WEIGHTS_FILE} (lwap loads safetensors only)"
             )
         load_model(module, weights, strict=True)
         return module
+
+    def on_model_ready(self, model: Any) -> None:
+        """sentence-transformers calls this once the model is built or loaded (multi-process encoding)."""
+        keep_hidden_states_in_workers(model)

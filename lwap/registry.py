@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwap.errors import ConfigError, unknown_value
+from lwap.lwap_choices import LWAP_STARTS, SCORE_SCALES
 
-SCORE_SCALES = ("num_layers", "sqrt_hidden")
-LWAP_STARTS = ("random", "native")
 NATIVE_POOLINGS = ("auto", "mean", "cls")
 
 

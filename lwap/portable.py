@@ -1,0 +1,142 @@
+"""Self-contained model folders: each lwap module's code travels in the folder it is saved to.
+
+sentence-transformers loads a module class of its own by import path, and any other from a `.py` file in
+the model folder's root that modules.json names as `<file>.<Class>` (transformers' dynamic modules, with
+`trust_remote_code=True`; the files it imports relatively are taken along). lwap's module files are written
+to be such files: they import only torch, transformers, sentence-transformers and each other (relatively).
+So a save copies them byte for byte (one source of truth: the files lwap ships), and a venv without lwap
+loads the folder with `SentenceTransformer(path, trust_remote_code=True)`.
+
+lwap itself never runs a folder's copy: `trusted_classes` compares every copy with lwap's own file (a
+changed byte is refused) and hands sentence-transformers lwap's own classes for those names. Folders saved
+before this layout name the classes by import path (`lwap.layerwise_attention.X`, and the old homes
+`lwap.pooling.X`, `lwap.poolers.X`): they load as before.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sentence_transformers import SentenceTransformer
+from transformers.dynamic_module_utils import get_relative_import_files
+
+from lwap.errors import ModelLoadError
+from lwap.files import write_text_atomically
+from lwap.layer_mean import LayerMean
+from lwap.layerwise_attention import LayerwiseAttentionPooling
+from lwap.training_only_mlp import TrainingOnlyMLP
+
+MODULE_CLASSES: tuple[type, ...] = (LayerwiseAttentionPooling, LayerMean, TrainingOnlyMLP)
+# how folders saved before the self-contained layout name them: import path, and the old module homes
+IMPORT_PATH_TYPES: dict[str, type] = {
+    **{f"{cls.__module__}.{cls.__name__}": cls for cls in MODULE_CLASSES},
+    "lwap.pooling.LayerwiseAttentionPooling": LayerwiseAttentionPooling,
+    "lwap.poolers.LayerMean": LayerMean,
+    "lwap.poolers.TrainingOnlyMLP": TrainingOnlyMLP,
+}
+
+
+def code_files(cls: type) -> list[Path]:
+    """The file defining `cls` and every file it imports relatively (recursively): what a folder carries."""
+    main = Path(inspect.getfile(cls))
+    return [main, *sorted({Path(f) for f in get_relative_import_files(str(main))})]
+
+
+def folder_type(cls: type) -> str:
+    """The modules.json type of `cls` in a self-contained folder: `<file>.<Class>`."""
+    return f"{Path(inspect.getfile(cls)).stem}.{cls.__name__}"
+
+
+FOLDER_TYPES: dict[str, type] = {folder_type(cls): cls for cls in MODULE_CLASSES}
+
+
+def make_self_contained(folder: Path) -> None:
+    """Copy the code of the lwap modules that `folder`'s modules.json names into it, and name them by file.
+
+    modules.json is rewritten last, so a folder left half-way still loads with lwap (old layout).
+    """
+    listing = folder / "modules.json"
+    entries = json.loads(listing.read_text(encoding="utf-8"))
+    files: dict[str, Path] = {}
+    for entry in entries:
+        cls = IMPORT_PATH_TYPES.get(entry["type"]) or FOLDER_TYPES.get(entry["type"])
+        if cls is None:
+            continue
+        entry["type"] = folder_type(cls)
+        files.update({source.name: source for source in code_files(cls)})
+    for name, source in files.items():
+        shutil.copyfile(source, folder / name)
+    write_text_atomically(listing, json.dumps(entries, indent=2))
+
+
+def trusted_classes(folder: Path) -> dict[str, type]:
+    """lwap's classes for the lwap types `folder`'s modules.json names; ModelLoadError for anything else.
+
+    sentence-transformers' own types pass (it imports those itself); a `<file>.<Class>` type passes only if
+    that file and the files it imports are byte for byte the ones this lwap ships.
+    """
+    listing = folder / "modules.json"
+    try:
+        types = [entry["type"] for entry in json.loads(listing.read_text(encoding="utf-8"))]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ModelLoadError(f"{listing}: malformed ({error})") from None
+    classes: dict[str, type] = {}
+    untrusted = []
+    for name in types:
+        if name.startswith("sentence_transformers."):
+            continue
+        if name in IMPORT_PATH_TYPES:
+            classes[name] = IMPORT_PATH_TYPES[name]
+        elif name in FOLDER_TYPES:
+            _check_code(folder, FOLDER_TYPES[name])
+            classes[name] = FOLDER_TYPES[name]
+        else:
+            untrusted.append(name)
+    if untrusted:
+        raise ModelLoadError(
+            f"{listing} names module classes outside lwap and sentence-transformers: {untrusted}; "
+            "refusing to import them (load with SentenceTransformer(..., trust_remote_code=True) yourself "
+            "if you trust this folder)"
+        )
+    return classes
+
+
+def _check_code(folder: Path, cls: type) -> None:
+    import lwap
+
+    for source in code_files(cls):
+        copy = folder / source.name
+        if not copy.is_file():
+            raise ModelLoadError(
+                f"{folder}: modules.json names {folder_type(cls)!r}, but {source.name} is missing"
+            )
+        if copy.read_bytes() != source.read_bytes():
+            raise ModelLoadError(
+                f"{copy} differs from the {source.name} of lwap {lwap.__version__}: the folder was changed "
+                "or saved by another lwap version; refusing its code (load it with SentenceTransformer(..., "
+                "trust_remote_code=True) yourself if you trust it)"
+            )
+
+
+class LwapSentenceTransformer(SentenceTransformer):
+    """A SentenceTransformer whose every save (`save`, `save_pretrained`, `push_to_hub`, trainer checkpoints)
+    is a self-contained folder. Loaded elsewhere it is a plain SentenceTransformer with lwap's modules."""
+
+    def save(self, path: str, *args: Any, **kwargs: Any) -> None:
+        super().save(path, *args, **kwargs)
+        make_self_contained(Path(path))
+
+    @classmethod
+    def _load_with_module_classes(
+        cls, model_name_or_path: str, module_classes: Any, **kwargs: Any
+    ) -> LwapSentenceTransformer:
+        """sentence-transformers' trainer reloads its checkpoints (the best one, at the end) through this,
+        naming the modules' classes by import path; a checkpoint of this class names them by file."""
+        folder = Path(model_name_or_path)
+        found = trusted_classes(folder) if os.path.isdir(folder) else {}
+        return super()._load_with_module_classes(model_name_or_path, {**found, **module_classes}, **kwargs)
