@@ -15,11 +15,10 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
-from lwap import registry
+from lwap import portable, registry
 from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone
 from lwap.errors import BackboneNotFoundError, ModelLoadError
 from lwap.layerwise_attention import LayerwiseAttentionPooling
-from lwap.portable import LwapSentenceTransformer, trusted_classes
 from lwap.worker_pickling import keep_hidden_states_in_workers
 
 
@@ -53,7 +52,7 @@ def build_model(
         str(given) if given.is_dir() else source,
     )
     heads = pooler.head(shape, options)
-    model = LwapSentenceTransformer(modules=[transformer, *heads], device=device)  # saves self-contained
+    model = portable.SentenceTransformer(modules=[transformer, *heads], device=device)  # saves self-contained
     keep_hidden_states_in_workers(model)  # the weighted pooler has no lwap module to do it
     return model
 
@@ -125,7 +124,7 @@ def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) 
             return SentenceTransformer(name, device=device)
     classes = check_model_folder(path)
     try:
-        model = LwapSentenceTransformer._load_with_module_classes(
+        model = portable.SentenceTransformer._load_with_module_classes(
             str(path),
             classes,
             device=device,
@@ -147,7 +146,7 @@ def check_model_folder(path: Path) -> dict[str, type]:
     modules_json = path / "modules.json"
     if not modules_json.is_file():
         raise ModelLoadError(f"{path} is not a sentence-transformers model folder (no modules.json)")
-    return trusted_classes(path)
+    return portable.trusted_classes(path)
 
 
 def find_lwap(model: SentenceTransformer) -> LayerwiseAttentionPooling | None:

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sentence_transformers import SentenceTransformer
+from sentence_transformers import SentenceTransformer as BaseSentenceTransformer
 from transformers.dynamic_module_utils import get_relative_import_files
 
 from lwap.errors import ModelLoadError
@@ -123,9 +123,13 @@ def _check_code(folder: Path, cls: type) -> None:
             )
 
 
-class LwapSentenceTransformer(SentenceTransformer):
+class SentenceTransformer(BaseSentenceTransformer):
     """A SentenceTransformer whose every save (`save`, `save_pretrained`, `push_to_hub`, trainer checkpoints)
-    is a self-contained folder. Loaded elsewhere it is a plain SentenceTransformer with lwap's modules."""
+    is a self-contained folder; loaded elsewhere it is a plain SentenceTransformer with lwap's modules.
+
+    Named as its base: sentence-transformers writes the class name into what users see (the usage line of
+    the model card, which `push_to_hub` fills with the repository id; the hub commit message; repr).
+    """
 
     def save(self, path: str, *args: Any, **kwargs: Any) -> None:
         super().save(path, *args, **kwargs)
@@ -134,7 +138,7 @@ class LwapSentenceTransformer(SentenceTransformer):
     @classmethod
     def _load_with_module_classes(
         cls, model_name_or_path: str, module_classes: Any, **kwargs: Any
-    ) -> LwapSentenceTransformer:
+    ) -> SentenceTransformer:
         """sentence-transformers' trainer reloads its checkpoints (the best one, at the end) through this,
         naming the modules' classes by import path; a checkpoint of this class names them by file."""
         folder = Path(model_name_or_path)
