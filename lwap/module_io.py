@@ -3,17 +3,23 @@
 `Module.load_torch_weights` falls back to `pytorch_model.bin` (a pickle) when no safetensors file is
 found; lwap's modules refuse that path instead, so a tampered folder cannot run code on load.
 Modules without parameters write only their config.
-Imports only what sentence-transformers brings: this file is copied into model folders (lwap.portable),
-so its error is a plain FileNotFoundError (lwap.load_model reports it as a ModelLoadError).
+Each save also copies the module's code into the model folder's root (lwap.portable says why), so a folder
+saved anywhere, by lwap or by sentence-transformers alone after loading it with `trust_remote_code=True`,
+carries it. Imports only what sentence-transformers brings, since this file is one of those copies; so its
+error is a plain FileNotFoundError (lwap.load_model reports it as a ModelLoadError).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+import shutil
+from pathlib import Path
 from typing import Any, TypeVar
 
 from safetensors.torch import load_model, save_model
 from sentence_transformers.sentence_transformer.modules import Module
+from transformers.dynamic_module_utils import get_relative_import_files
 
 from .worker_pickling import keep_hidden_states_in_workers
 
@@ -29,6 +35,10 @@ class SafetensorsModule(Module):
         self.save_config(output_path)
         if any(True for _ in self.parameters()):
             save_model(self, os.path.join(output_path, WEIGHTS_FILE))
+        root = Path(output_path).resolve().parent  # sentence-transformers saves module i in ROOT/i_Name
+        code = inspect.getfile(type(self))
+        for source in (code, *get_relative_import_files(code)):
+            shutil.copyfile(source, root / Path(source).name)
 
     @classmethod
     def load(cls: type[M], model_name_or_path: str, subfolder: str = "", **kwargs: Any) -> M:

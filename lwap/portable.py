@@ -4,8 +4,9 @@ sentence-transformers loads a module class of its own by import path, and any ot
 the model folder's root that modules.json names as `<file>.<Class>` (transformers' dynamic modules, with
 `trust_remote_code=True`; the files it imports relatively are taken along). lwap's module files are written
 to be such files: they import only torch, transformers, sentence-transformers and each other (relatively).
-So a save copies them byte for byte (one source of truth: the files lwap ships), and a venv without lwap
-loads the folder with `SentenceTransformer(path, trust_remote_code=True)`.
+Each lwap module copies them byte for byte into the folder's root when it is saved (lwap.module_io: one
+source of truth, the files lwap ships), the `SentenceTransformer` below names them by file in modules.json,
+and a venv without lwap loads the folder with `SentenceTransformer(path, trust_remote_code=True)`.
 
 lwap itself never runs a folder's copy: `trusted_classes` compares every copy with lwap's own file (a
 changed byte is refused) and hands sentence-transformers lwap's own classes for those names. Folders saved
@@ -18,7 +19,6 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -56,21 +56,17 @@ FOLDER_TYPES: dict[str, type] = {folder_type(cls): cls for cls in MODULE_CLASSES
 
 
 def make_self_contained(folder: Path) -> None:
-    """Copy the code of the lwap modules that `folder`'s modules.json names into it, and name them by file.
+    """Name the lwap modules in `folder`'s modules.json by their file in the folder (`<file>.<Class>`).
 
-    modules.json is rewritten last, so a folder left half-way still loads with lwap (old layout).
+    The files are there already: each lwap module copies its code into the root when it is saved
+    (lwap.module_io). sentence-transformers names classes by import path, which only lwap can import.
     """
     listing = folder / "modules.json"
     entries = json.loads(listing.read_text(encoding="utf-8"))
-    files: dict[str, Path] = {}
     for entry in entries:
-        cls = IMPORT_PATH_TYPES.get(entry["type"]) or FOLDER_TYPES.get(entry["type"])
-        if cls is None:
-            continue
-        entry["type"] = folder_type(cls)
-        files.update({source.name: source for source in code_files(cls)})
-    for name, source in files.items():
-        shutil.copyfile(source, folder / name)
+        cls = IMPORT_PATH_TYPES.get(entry["type"])
+        if cls is not None:
+            entry["type"] = folder_type(cls)
     write_text_atomically(listing, json.dumps(entries, indent=2))
 
 

@@ -162,14 +162,21 @@ def test_folder_types_name_the_file_and_class() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("pooling", POOLINGS)
 def test_two_worker_processes_encode_as_one(pooling: str, tiny_bert: Path, tmp_path: Path) -> None:
-    """sentence-transformers' multi-process encoding, on a built model and on a reloaded one."""
-    built = build_model(str(tiny_bert), pooling).eval()
-    expected = built.encode(SENTENCES)  # one forward first: transformers installs its hooks then
-    np.testing.assert_allclose(built.encode(SENTENCES, device=["cpu", "cpu"]), expected, atol=1e-6, rtol=0)
-    built.save(str(tmp_path / "m"))
-    loaded = load_model(tmp_path / "m")
-    pool = loaded.start_multi_process_pool(["cpu", "cpu"])
+    """sentence-transformers' multi-process encoding of a saved and reloaded model, after a forward in this
+    process (transformers installs its output hooks then: the model must still pickle)."""
+    build_model(str(tiny_bert), pooling).save(str(tmp_path / "m"))
+    model = load_model(tmp_path / "m")
+    expected = model.encode(SENTENCES)
+    np.testing.assert_allclose(model.encode(SENTENCES, device=["cpu", "cpu"]), expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.slow
+def test_a_pool_of_two_workers_serves_a_built_model(tiny_bert: Path) -> None:
+    model = build_model(str(tiny_bert), "lwap").eval()
+    pool = model.start_multi_process_pool(["cpu", "cpu"])  # before any forward here
     try:
-        np.testing.assert_allclose(loaded.encode(SENTENCES, pool=pool), expected, atol=1e-6, rtol=0)
+        first = model.encode(SENTENCES, pool=pool)
+        np.testing.assert_allclose(first, model.encode(SENTENCES), atol=1e-6, rtol=0)
+        np.testing.assert_allclose(model.encode(SENTENCES * 3, pool=pool, chunk_size=2)[:4], first, atol=1e-6)
     finally:
-        loaded.stop_multi_process_pool(pool)
+        model.stop_multi_process_pool(pool)
