@@ -15,7 +15,9 @@ HELP = "write a run's model card; --eval adds lwap eval's held-out scores beside
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", help="a finished run's output folder (holds model/, config.yaml, ...)")
+    parser.add_argument(
+        "run_dir", metavar="RUN", help="a finished run's output folder (holds model/, config.yaml, ...)"
+    )
     parser.add_argument(
         "--eval", action="store_true", help="score the model and its backbone with lwap eval first"
     )
@@ -31,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from lwap.train.model_card import write_card
     from lwap.train.outputs import CONFIG_YAML, SUMMARY_JSON, is_finished
 
-    out = Path(args.run).expanduser()
+    out = Path(args.run_dir).expanduser()
     missing = [name for name in (CONFIG_YAML, SUMMARY_JSON) if not (out / name).is_file()]
     if not is_finished(out) or missing:
         raise ConfigError(

@@ -215,9 +215,10 @@ def _about_lwap(m: Any) -> str:
         "with SimCSE's contrastive objective (Gao et al., 2021)."
     )
     if m.lwap_start == "native":
+        own = "its saved pooling" if m.native_pooling == "auto" else f"{m.native_pooling} pooling"
         text += (
             "\n\nThis model uses lwap's *native start*: the head adds a learned correction to the backbone's "
-            f"own sentence vector ({m.native_pooling} pooling as the backbone declares it), and that "
+            f"own sentence vector ({own}), and that "
             "correction is exactly zero before training, so at step 0 the model embeds as the backbone does. "
             "Where the backbone normalises its vectors, the sum is normalised again."
         )
@@ -284,7 +285,7 @@ def _data_name(config: TrainConfig) -> str:
         return name
     lines = source.read_text(encoding="utf-8").splitlines() if source.is_file() else []
     title = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
-    return f"{name} ({title})" if title else name
+    return f"{name}: {title}" if title else name
 
 
 def _evaluation(evaluation: dict[str, Any] | None, summary: dict[str, Any]) -> str:
