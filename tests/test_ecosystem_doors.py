@@ -34,10 +34,17 @@ def test_half_precision_model(saved_lwap: Path) -> None:
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_backbone_dtype_from_model_kwargs(saved_lwap: Path, dtype: torch.dtype) -> None:
-    """model_kwargs={"dtype": ...} casts the backbone only; the LWAP head keeps float32 and reads it."""
+    """model_kwargs={"dtype": ...}: sentence-transformers loads the whole model (LWAP head too) in it."""
     full = load_model(saved_lwap).encode(SENTENCES)
     model = SentenceTransformer(str(saved_lwap), trust_remote_code=True, model_kwargs={"dtype": dtype})
-    assert model[0].auto_model.dtype == dtype and model[1].query.weight.dtype == torch.float32
+    assert model[0].auto_model.dtype == dtype and model[1].query.weight.dtype == dtype
+    assert _cosines(full, model.encode(SENTENCES)).min() > 0.99
+
+
+def test_head_reads_a_backbone_in_another_dtype(saved_lwap: Path) -> None:
+    model = load_model(saved_lwap)
+    full = model.encode(SENTENCES)
+    model[0].auto_model.to(torch.bfloat16)  # the backbone alone in bf16: the fp32 head casts what it reads
     assert _cosines(full, model.encode(SENTENCES)).min() > 0.99
 
 
