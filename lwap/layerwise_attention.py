@@ -83,7 +83,7 @@ class LayerwiseAttentionPooling(SafetensorsModule):
         chosen = all_layers if self.layers is None else [all_layers[i] for i in self.layers]
         mask = features["attention_mask"].to(chosen[0].dtype)  # (B, T)
         mean_weights = (mask / mask.sum(1, keepdim=True).clamp(min=1)).unsqueeze(1)  # (B, 1, T)
-        dtype = self.query.weight.dtype  # the backbone may run in another (model_kwargs={"dtype": ...})
+        dtype = self.query.weight.dtype  # a backbone cast on its own returns another dtype
         source = torch.stack([h[:, 0] for h in chosen], dim=1).to(dtype)  # [CLS] of every layer: (B, N, H)
         target = torch.cat([mean_weights @ h for h in chosen], dim=1).to(dtype)  # masked means: (B, N, H)
         q = self.activation(self.query(source))

@@ -35,10 +35,11 @@ class SafetensorsModule(Module):
         self.save_config(output_path)
         if any(True for _ in self.parameters()):
             save_model(self, os.path.join(output_path, WEIGHTS_FILE))
-        root = Path(output_path).resolve().parent  # sentence-transformers saves module i in ROOT/i_Name
-        code = inspect.getfile(type(self))
-        for source in (code, *get_relative_import_files(code)):
-            shutil.copyfile(source, root / Path(source).name)
+        folder = Path(output_path).resolve()
+        if folder.name.endswith(f"_{type(self).__name__}"):  # sentence-transformers' ROOT/i_Name folders
+            code = inspect.getfile(type(self))
+            for source in (code, *get_relative_import_files(code)):
+                shutil.copyfile(source, folder.parent / Path(source).name)
 
     @classmethod
     def load(cls: type[M], model_name_or_path: str, subfolder: str = "", **kwargs: Any) -> M:
