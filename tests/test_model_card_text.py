@@ -45,7 +45,7 @@ def test_card_says_how_to_load_what_was_trained_and_the_real_losses(
     make_mirror(root)
     monkeypatch.setenv("LWAP_DATA_DIR", str(root))
     capsys.readouterr()
-    assert main(["card", str(out), "--eval", "--tasks", "stsb", "sickr", "scifact"]) == 0
+    assert main(["card", str(out / "model"), "--eval", "--tasks", "stsb", "sickr", "scifact"]) == 0
     card = (out / "model" / "README.md").read_text(encoding="utf-8")
     rows = json.loads((out / "card_eval.json").read_text(encoding="utf-8"))["rows"]
     assert [label for label, _ in rows] == ["this model", f"backbone `{tiny_bert}` (mean pooling)"]

@@ -16,7 +16,9 @@ HELP = "write a run's model card; --eval adds lwap eval's held-out scores beside
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "run_dir", metavar="RUN", help="a finished run's output folder (holds model/, config.yaml, ...)"
+        "run_dir",
+        metavar="RUN",
+        help="a finished run's output folder (holds model/, config.yaml, ...) or its model folder",
     )
     parser.add_argument(
         "--eval", action="store_true", help="score the model and its backbone with lwap eval first"
@@ -34,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from lwap.train.outputs import CONFIG_YAML, SUMMARY_JSON, is_finished
 
     out = Path(args.run_dir).expanduser()
+    if (out / "modules.json").is_file() and (out.parent / SUMMARY_JSON).is_file():
+        out = out.parent  # the run's model folder (OUT/model) was given: its records are in OUT
     missing = [name for name in (CONFIG_YAML, SUMMARY_JSON) if not (out / name).is_file()]
     if not is_finished(out) or missing:
         raise ConfigError(
