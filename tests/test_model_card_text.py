@@ -58,4 +58,4 @@ def test_card_says_how_to_load_what_was_trained_and_the_real_losses(
 
 def test_card_command_refuses_a_folder_that_is_no_run(tmp_path: Path, capsys) -> None:
     assert main(["card", str(tmp_path)]) == 2
-    assert "is not a finished lwap train run" in capsys.readouterr().err
+    assert "not a complete lwap train run (no model/modules.json" in capsys.readouterr().err

@@ -31,22 +31,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lwap.errors import ConfigError
     from lwap.train.model_card import write_card
-    from lwap.train.outputs import CONFIG_YAML, SUMMARY_JSON, is_finished
+    from lwap.train.outputs import SUMMARY_JSON
 
     out = Path(args.run_dir).expanduser()
     if (out / "modules.json").is_file() and (out.parent / SUMMARY_JSON).is_file():
         out = out.parent  # the run's model folder (OUT/model) was given: its records are in OUT
-    missing = [name for name in (CONFIG_YAML, SUMMARY_JSON) if not (out / name).is_file()]
-    if not is_finished(out) or missing:
-        raise ConfigError(
-            f"{out} is not a finished lwap train run (needs model/, {CONFIG_YAML}, {SUMMARY_JSON})"
-        )
+    check_run_folder(out)
     if args.eval:
         evaluate_for_card(out, args.tasks, batch_size=args.batch_size, precision=args.precision)
     print(f"lwap card: wrote {write_card(out)}", flush=True)
     return 0
+
+
+def check_run_folder(out: Path) -> None:
+    """DataError (one line naming the path) unless `out` is a finished run whose records read cleanly."""
+    import json
+
+    import yaml
+
+    from lwap.errors import DataError
+    from lwap.train.outputs import CONFIG_YAML, SUMMARY_JSON, is_finished
+
+    if not out.exists():
+        what = "a symbolic link that leads to no folder" if out.is_symlink() else "no such run folder"
+        raise DataError(f"{out}: {what}")
+    if not out.is_dir():
+        raise DataError(f"{out}: is a file, expected the output folder of an lwap train run")
+    missing = [
+        name for name in ("model/modules.json", CONFIG_YAML, SUMMARY_JSON) if not (out / name).is_file()
+    ]
+    if not is_finished(out) or missing:
+        raise DataError(f"{out}: not a complete lwap train run (no {', '.join(missing)})")
+    for name, parse in ((CONFIG_YAML, yaml.safe_load), (SUMMARY_JSON, json.loads)):
+        try:
+            parse((out / name).read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise DataError(f"{out / name}: not valid UTF-8") from None
+        except (ValueError, yaml.YAMLError) as error:
+            raise DataError(f"{out / name}: malformed ({str(error).splitlines()[0]})") from None
 
 
 def evaluate_for_card(out: Path, tasks: list[str], *, batch_size: int, precision: str) -> None:
