@@ -8,14 +8,16 @@ Each lwap module copies them byte for byte into the folder's root when it is sav
 source of truth, the files lwap ships), the `SentenceTransformer` below names them by file in modules.json,
 and a venv without lwap loads the folder with `SentenceTransformer(path, trust_remote_code=True)`.
 
-lwap itself never runs a folder's copy: `trusted_classes` compares every copy with lwap's own file (a
-changed byte is refused) and hands sentence-transformers lwap's own classes for those names. Folders saved
+lwap itself never runs a folder's copy: `trusted_classes` compares every copy with lwap's own file (any
+change to the code is refused; comments and docstrings may differ: `same_code`) and hands
+sentence-transformers lwap's own classes for those names. Folders saved
 before this layout name the classes by import path (`lwap.layerwise_attention.X`, and the old homes
 `lwap.pooling.X`, `lwap.poolers.X`): they load as before.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import os
@@ -102,6 +104,28 @@ def trusted_classes(folder: Path) -> dict[str, type]:
     return classes
 
 
+def same_code(copy: bytes, shipped: bytes) -> bool:
+    """Whether two module files are the same program: equal syntax trees once docstrings are dropped.
+
+    Comments, docstrings and layout do not change what a file does, so a folder saved before such an edit
+    of lwap's module files still loads; any other difference (a changed or added statement) refuses it.
+    """
+    if copy == shipped:
+        return True
+    try:
+        trees = [ast.parse(text) for text in (copy, shipped)]
+    except (SyntaxError, ValueError):
+        return False
+    for tree in trees:
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            first = body[0] if isinstance(body, list) and body else None
+            docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            if docstring and isinstance(first.value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(trees[0]) == ast.dump(trees[1])
+
+
 def _check_code(folder: Path, cls: type) -> None:
     import lwap
 
@@ -111,7 +135,7 @@ def _check_code(folder: Path, cls: type) -> None:
             raise ModelLoadError(
                 f"{folder}: modules.json names {folder_type(cls)!r}, but {source.name} is missing"
             )
-        if copy.read_bytes() != source.read_bytes():
+        if not same_code(copy.read_bytes(), source.read_bytes()):
             raise ModelLoadError(
                 f"{copy} differs from the {source.name} of lwap {lwap.__version__}: the folder was changed "
                 "or saved by another lwap version; refusing its code (load it with SentenceTransformer(..., "

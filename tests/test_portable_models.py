@@ -140,6 +140,22 @@ def test_changed_module_code_is_refused(tiny_bert: Path, tmp_path: Path, capsys)
         load_model(folder)
 
 
+def test_comment_and_docstring_edits_are_not_code_changes(tiny_bert: Path, tmp_path: Path) -> None:
+    """A folder saved before a comment or docstring of lwap's module files changed still loads."""
+    folder = tmp_path / "m"
+    model = build_model(str(tiny_bert), "lwap").eval()
+    model.save(str(folder))
+    code = folder / "layerwise_attention.py"
+    text = code.read_text(encoding="utf-8")
+    older = "# a comment\n" + text.replace('"""Layer-wise', '"""An older docstring of layer-wise', 1)
+    code.write_text(older, encoding="utf-8")
+    assert code.read_text(encoding="utf-8") != text
+    np.testing.assert_allclose(load_model(folder).encode(SENTENCES), model.encode(SENTENCES), atol=1e-6)
+    code.write_text(text.replace("dim=-1)", "dim=1)", 1), encoding="utf-8")  # one argument changed
+    with pytest.raises(ModelLoadError, match=r"layerwise_attention\.py differs from"):
+        load_model(folder)
+
+
 def test_unknown_file_module_is_refused(tiny_bert: Path, tmp_path: Path) -> None:
     folder = tmp_path / "m"
     build_model(str(tiny_bert), "lwap").save(str(folder))
