@@ -76,7 +76,7 @@ def trusted_classes(folder: Path) -> dict[str, type]:
     """lwap's classes for the lwap types `folder`'s modules.json names; ModelLoadError for anything else.
 
     sentence-transformers' own types pass (it imports those itself); a `<file>.<Class>` type passes only if
-    that file and the files it imports are byte for byte the ones this lwap ships.
+    that file and the files it imports hold the same code as the ones this lwap ships (`same_code`).
     """
     listing = folder / "modules.json"
     try:

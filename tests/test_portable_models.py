@@ -1,7 +1,7 @@
 """Saved models are self-contained: they load and encode identically where lwap is not installed.
 
-The folder carries lwap's module files (lwap.portable); lwap's own loader checks them byte for byte and a
-changed file is refused; sentence-transformers' multi-process encoding works for every pooler.
+The folder carries lwap's module files (lwap.portable); lwap's own loader compares their code with its
+own and a changed file is refused; sentence-transformers' multi-process encoding works for every pooler.
 """
 
 from __future__ import annotations

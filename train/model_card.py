@@ -201,8 +201,8 @@ def _usage(code: list[str]) -> str:
     return (
         f"{snippet}\n\n`trust_remote_code=True` lets sentence-transformers import the pooling code that "
         f"ships in this folder ({files}); it needs only torch, transformers and sentence-transformers. "
-        "With lwap installed, `lwap.load_model(path)` loads the folder without that flag: it checks those "
-        "files byte for byte against lwap's own and runs lwap's."
+        "With lwap installed, `lwap.load_model(path)` loads the folder without that flag: it checks that "
+        "those files hold lwap's own code and runs lwap's."
     )
 
 
