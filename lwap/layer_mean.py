@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from lwap.module_io import SafetensorsModule
+from .module_io import SafetensorsModule  # relative: this file also runs from model folders
 
 
 class LayerMean(SafetensorsModule):

@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lwap.lwap_choices import LWAP_STARTS, SCORE_SCALES
-from lwap.module_io import SafetensorsModule
+from .lwap_choices import LWAP_STARTS, SCORE_SCALES  # relative: this file also runs from model folders
+from .module_io import SafetensorsModule
 
 
 class LayerwiseAttentionPooling(SafetensorsModule):
@@ -83,15 +83,16 @@ class LayerwiseAttentionPooling(SafetensorsModule):
         chosen = all_layers if self.layers is None else [all_layers[i] for i in self.layers]
         mask = features["attention_mask"].to(chosen[0].dtype)  # (B, T)
         mean_weights = (mask / mask.sum(1, keepdim=True).clamp(min=1)).unsqueeze(1)  # (B, 1, T)
-        source = torch.stack([h[:, 0] for h in chosen], dim=1)  # [CLS] of every layer: (B, N, H)
-        target = torch.cat([mean_weights @ h for h in chosen], dim=1)  # masked means: (B, N, H)
+        dtype = self.query.weight.dtype  # a backbone cast on its own returns another dtype
+        source = torch.stack([h[:, 0] for h in chosen], dim=1).to(dtype)  # [CLS] of every layer: (B, N, H)
+        target = torch.cat([mean_weights @ h for h in chosen], dim=1).to(dtype)  # masked means: (B, N, H)
         q = self.activation(self.query(source))
         k = self.activation(self.key(target))
         v = self.activation(self.value(target))
         scale = len(chosen) if self.score_scale == "num_layers" else math.sqrt(self.hidden_size)
         attention = torch.softmax(q @ k.transpose(1, 2) / scale, dim=-1)  # (B, N, N), rows sum to 1
         pooled = (attention @ v).mean(dim=1)  # average over query layers: (B, H)
-        last_cls = all_layers[-1][:, 0]
+        last_cls = all_layers[-1][:, 0].to(dtype)
         head = torch.tanh(self.output(torch.cat([last_cls, pooled], dim=-1)))
         if self.start == "native":
             if "sentence_embedding" not in features:

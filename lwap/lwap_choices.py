@@ -1,11 +1,10 @@
-"""The values LWAP's string settings take, in a module of their own without torch.
+"""The values LWAP's string settings take, in a module of their own that imports nothing.
 
 Two sides need them: `lwap.layerwise_attention` checks its arguments against them (models are also built
 from saved configs, past any config checking), and `lwap.registry` offers them as config choices before
-torch is imported. Neither imports the other for them.
+torch is imported. Neither imports the other for them. The file is also copied into model folders beside
+layerwise_attention.py, which imports it relatively (lwap.portable).
 """
-
-from __future__ import annotations
 
 SCORE_SCALES = ("num_layers", "sqrt_hidden")  # attention scores / number of layers (the paper) or / √H
 LWAP_STARTS = ("random", "native")  # the paper's random head, or the backbone's own vector + a correction

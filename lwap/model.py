@@ -15,13 +15,12 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
-from lwap import registry
+from lwap import portable, registry
 from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone
 from lwap.errors import BackboneNotFoundError, ModelLoadError
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.weights_files import check_weights_files
-
-TRUSTED_MODULE_PREFIXES = ("sentence_transformers.", "lwap.")
+from lwap.worker_pickling import keep_hidden_states_in_workers
 
 
 def build_model(
@@ -57,7 +56,9 @@ def build_model(
         str(given) if given.is_dir() else source,
     )
     heads = pooler.head(shape, options)
-    return SentenceTransformer(modules=[transformer, *heads], device=device)
+    model = portable.SentenceTransformer(modules=[transformer, *heads], device=device)  # saves self-contained
+    keep_hidden_states_in_workers(model)  # the weighted pooler has no lwap module to do it
+    return model
 
 
 def freeze_unused_pooler(backbone: Any) -> bool:
@@ -128,8 +129,9 @@ def _length_limit(transformer: Transformer) -> int:
 def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) -> SentenceTransformer:
     """Load a saved lwap (or any sentence-transformers) model after checking which code it would import.
 
-    `trust_remote_code=True` is needed for lwap's own modules; this function grants it only after
-    checking that every class named in modules.json lives in lwap or sentence-transformers.
+    Every class named in modules.json must be sentence-transformers' or lwap's; lwap's modules come from
+    this lwap, never from the folder's copies of their code (which must equal it: lwap.portable), so no
+    code from the folder runs and `trust_remote_code` stays off.
     """
     name = str(name_or_path)
     path = Path(name).expanduser()
@@ -140,40 +142,32 @@ def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) 
             raise ModelLoadError(str(error)) from None
         if not path.exists():  # a hub id for online users: sentence-transformers checks what it downloads
             return SentenceTransformer(name, device=device)
-    check_model_folder(path)
+    classes = check_model_folder(path)
     check_weights_files(path)  # a truncated or foreign weights file: one line, not a SafetensorError
     try:
-        return SentenceTransformer(
+        model = portable.SentenceTransformer._load_with_module_classes(
             str(path),
+            classes,
             device=device,
-            trust_remote_code=True,
             local_files_only=True,
             model_kwargs={"use_safetensors": True},  # never unpickle backbone weights (pytorch_model.bin)
         )
     except OSError as error:  # missing or non-safetensors weights, unreadable files
         first_line = next(iter(str(error).strip().splitlines()), type(error).__name__)
         raise ModelLoadError(f"cannot load model {str(path)!r}: {first_line}") from error
+    keep_hidden_states_in_workers(model)
+    return model
 
 
-def check_model_folder(path: Path) -> None:
-    """Raise ModelLoadError unless `path` is a complete model folder that names only trusted modules."""
+def check_model_folder(path: Path) -> dict[str, type]:
+    """lwap's classes for the folder's lwap modules (lwap.portable.trusted_classes); ModelLoadError unless
+    `path` is a model folder that names only sentence-transformers' and lwap's modules."""
     if not path.is_dir():
         raise ModelLoadError(f"model path {str(path)!r} is not a folder")
     modules_json = path / "modules.json"
     if not modules_json.is_file():
         raise ModelLoadError(f"{path} is not a sentence-transformers model folder (no modules.json)")
-    try:
-        entries = json.loads(modules_json.read_text(encoding="utf-8"))
-        types = [entry["type"] for entry in entries]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ModelLoadError(f"{modules_json}: malformed ({error})") from None
-    untrusted = [t for t in types if not t.startswith(TRUSTED_MODULE_PREFIXES)]
-    if untrusted:
-        raise ModelLoadError(
-            f"{modules_json} names module classes outside lwap and sentence-transformers: {untrusted}; "
-            "refusing to import them (load with SentenceTransformer(..., trust_remote_code=True) yourself "
-            "if you trust this folder)"
-        )
+    return portable.trusted_classes(path)
 
 
 def find_lwap(model: SentenceTransformer) -> LayerwiseAttentionPooling | None:

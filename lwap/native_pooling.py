@@ -66,3 +66,14 @@ def native_pooling_modules(source: str, hidden: int, choice: str) -> list[Module
             f"(modules.json); {source} has none: set model.native_pooling to mean or cls"
         )
     return declared
+
+
+def normalize_after_correction(native: list[Module]) -> list[Module]:
+    """[Normalize()] when the backbone's own vector is unit-length (its pooling ends in Normalize), else [].
+
+    The LWAP head adds its correction to that vector, which would leave it off unit length (norms 0.98-1.01
+    measured); normalising again after the head restores it. The first Normalize stays, so the correction
+    is learned against the unit vector as before; at step 0 the second one changes nothing (to 1e-7), and
+    the cosine-similarity loss and evaluations do not see a vector's length, so training is unchanged.
+    """
+    return [Normalize()] if native and isinstance(native[-1], Normalize) else []

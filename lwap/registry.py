@@ -82,9 +82,10 @@ def _lwap(
         raise ConfigError(f"lwap_layers: {error}") from None
     if lwap_start == "random":
         return [head]
-    from lwap.native_pooling import native_pooling_modules
+    from lwap.native_pooling import native_pooling_modules, normalize_after_correction
 
-    return [*native_pooling_modules(backbone.source, backbone.hidden_size, native_pooling), head]
+    native = native_pooling_modules(backbone.source, backbone.hidden_size, native_pooling)
+    return [*native, head, *normalize_after_correction(native)]
 
 
 def _weighted(backbone: Backbone, weighted_layer_start: int) -> list[Any]:

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from lwap.module_io import SafetensorsModule
+from .module_io import SafetensorsModule  # relative: this file also runs from model folders
 
 
 class TrainingOnlyMLP(SafetensorsModule):

@@ -24,10 +24,27 @@ def encode(model: SentenceTransformer) -> torch.Tensor:
 def test_native_start_embeds_exactly_as_the_backbone(minilm_path: Path) -> None:
     backbone = SentenceTransformer(str(minilm_path))  # mean pooling + Normalize, as saved
     model = build_model("sentence-transformers/all-MiniLM-L6-v2", "lwap", lwap_start="native")
-    assert [type(m).__name__ for m in model][1:] == ["Pooling", "Normalize", "LayerwiseAttentionPooling"]
+    assert [type(m).__name__ for m in model][1:] == [
+        "Pooling",
+        "Normalize",
+        "LayerwiseAttentionPooling",
+        "Normalize",  # after the correction: the output stays unit-length (below)
+    ]
     assert torch.allclose(encode(model), encode(backbone), atol=1e-6, rtol=0)
     random_start = build_model("sentence-transformers/all-MiniLM-L6-v2", "lwap")
     assert not torch.allclose(encode(random_start), encode(backbone), atol=1e-2)
+
+
+def test_native_start_over_a_normalizing_backbone_stays_unit_length(minilm_path: Path) -> None:
+    """The correction is added before the last Normalize: trained, the vectors keep norm 1."""
+    model = build_model(str(minilm_path), "lwap", lwap_start="native")
+    head = find_lwap(model)
+    with torch.no_grad():  # a trained-looking correction: far from zero
+        head.output.weight.normal_(std=0.05)
+        head.output.bias.normal_(std=0.05)
+    head_only = SentenceTransformer(modules=list(model)[:-1])  # the same model without the last Normalize
+    assert not torch.allclose(encode(head_only).norm(dim=1), torch.ones(len(SENTENCES)), atol=1e-3)
+    assert torch.allclose(encode(model).norm(dim=1), torch.ones(len(SENTENCES)), atol=1e-6)
 
 
 def test_native_pooling_chosen_by_config_on_a_plain_encoder(tiny_bert: Path) -> None:

@@ -124,25 +124,40 @@ def test_training_only_mlp_weights_as_pickle_are_refused(tiny_bert: Path, tmp_pa
         load_model(tmp_path / "m")
 
 
-OLD_PATHS = {
-    "lwap.layerwise_attention.LayerwiseAttentionPooling": "lwap.pooling.LayerwiseAttentionPooling",
-    "lwap.layer_mean.LayerMean": "lwap.poolers.LayerMean",
-    "lwap.training_only_mlp.TrainingOnlyMLP": "lwap.poolers.TrainingOnlyMLP",
+# what modules.json named before the self-contained layout (lwap.portable): the import path, and before
+# the modules got their own files, their old homes
+OLD_LAYOUTS = {
+    "import path": {
+        "layerwise_attention.LayerwiseAttentionPooling": "lwap.layerwise_attention.LayerwiseAttentionPooling",
+        "layer_mean.LayerMean": "lwap.layer_mean.LayerMean",
+        "training_only_mlp.TrainingOnlyMLP": "lwap.training_only_mlp.TrainingOnlyMLP",
+    },
+    "old homes": {
+        "layerwise_attention.LayerwiseAttentionPooling": "lwap.pooling.LayerwiseAttentionPooling",
+        "layer_mean.LayerMean": "lwap.poolers.LayerMean",
+        "training_only_mlp.TrainingOnlyMLP": "lwap.poolers.TrainingOnlyMLP",
+    },
 }
 
 
+@pytest.mark.parametrize("layout", list(OLD_LAYOUTS))
 @pytest.mark.parametrize("pooling", ["lwap", "cls", "first_last_avg"])
-def test_models_saved_under_the_old_module_names_still_load(pooling: str, tiny_bert: Path, tmp_path) -> None:
-    """Before the modules got their own files, modules.json named lwap.pooling.* and lwap.poolers.*."""
+def test_models_saved_under_the_old_module_names_still_load(
+    pooling: str, layout: str, tiny_bert: Path, tmp_path
+) -> None:
+    """Folders saved by earlier lwap versions name lwap's classes by import path, without their code."""
     model = build_model(str(tiny_bert), pooling).eval()
     model.save(str(tmp_path / "m"))
     modules_json = tmp_path / "m" / "modules.json"
     entries = json.loads(modules_json.read_text(encoding="utf-8"))
-    new = [e["type"] for e in entries if e["type"].startswith("lwap.")]
-    assert new and set(new) <= set(OLD_PATHS)  # new saves name the new homes
+    old_names = OLD_LAYOUTS[layout]
+    new = [e["type"] for e in entries if not e["type"].startswith("sentence_transformers.")]
+    assert new and set(new) <= set(old_names)  # new saves name the file in the folder
     for entry in entries:
-        entry["type"] = OLD_PATHS.get(entry["type"], entry["type"])
+        entry["type"] = old_names.get(entry["type"], entry["type"])
     modules_json.write_text(json.dumps(entries), encoding="utf-8")
+    for code in tmp_path.joinpath("m").glob("*.py"):
+        code.unlink()
     loaded = load_model(tmp_path / "m")
     assert [type(m) for m in loaded] == [type(m) for m in model]
     assert np.array_equal(loaded.encode(SENTENCES), model.encode(SENTENCES))

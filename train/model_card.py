@@ -68,3 +68,278 @@ def describe_run(trainer: Any, config: TrainConfig) -> None:
         card.eval_results_dict[evaluator] = metrics
     if config.eval.keep_best:
         card.set_best_model_step(step)  # the row shown in bold in the card's training log
+
+
+# ---- the card lwap writes into OUT/model/README.md (replacing sentence-transformers' generic one) ----
+
+CARD_EVAL_JSON = "card_eval.json"  # OUT/card_eval.json: `lwap card OUT --eval`'s scores, kept for rewrites
+LWAP_CITATION = "\n".join(
+    [
+        "@inproceedings{oh-etal-2022-dont,",
+        "    title = \"Don{'}t Judge a Language Model by Its Last Layer: "
+        'Contrastive Learning with Layer-Wise Attention Pooling",',
+        '    author = "Oh, Dongsuk and Kim, Yejin and Lee, Hodong and Huang, H. Howie and Lim, Heuiseok",',
+        '    booktitle = "Proceedings of the 29th International Conference on Computational Linguistics",',
+        '    year = "2022",',
+        '    eprint = "2209.05972",',
+        '    archivePrefix = "arXiv"',
+        "}",
+    ]
+)
+SIMCSE_CITATION = """@inproceedings{gao-etal-2021-simcse,
+    title = "{S}im{CSE}: Simple Contrastive Learning of Sentence Embeddings",
+    author = "Gao, Tianyu and Yao, Xingcheng and Chen, Danqi",
+    booktitle = "Proceedings of the 2021 Conference on Empirical Methods in Natural Language Processing",
+    year = "2021",
+    eprint = "2104.08821",
+    archivePrefix = "arXiv"
+}"""
+PLACEHOLDER = "sentence_transformers_model_id"  # sentence-transformers' push_to_hub puts the repo id here
+
+
+def write_card(out: Path) -> Path:
+    """Write OUT/model/README.md from the run's own records (config.yaml, train_summary.json, metrics.csv,
+    card_eval.json if `lwap card --eval` made one); `lwap train` calls it last, `lwap card` again later."""
+    import json
+
+    import yaml
+
+    from lwap.files import write_text_atomically
+    from lwap.train.config import config_from_dict
+    from lwap.train.outputs import CONFIG_YAML, METRICS_CSV, MODEL_DIR, SUMMARY_JSON
+
+    config = config_from_dict(yaml.safe_load((out / CONFIG_YAML).read_text(encoding="utf-8")), str(out))
+    summary = json.loads((out / SUMMARY_JSON).read_text(encoding="utf-8"))
+    evaluation_file = out / CARD_EVAL_JSON
+    evaluation = (
+        json.loads(evaluation_file.read_text(encoding="utf-8")) if evaluation_file.is_file() else None
+    )
+    model_dir = out / MODEL_DIR
+    card = card_text(config, summary, _logged(out / METRICS_CSV), evaluation, model_dir)
+    write_text_atomically(model_dir / "README.md", card)
+    return model_dir / "README.md"
+
+
+def _logged(metrics_csv: Path) -> dict[int, dict[str, float]]:
+    """step -> {metric: value} from metrics.csv (every value the trainer logged, at full precision)."""
+    import csv
+
+    by_step: dict[int, dict[str, float]] = {}
+    if metrics_csv.is_file():
+        with metrics_csv.open(encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row["step"]:
+                    by_step.setdefault(int(float(row["step"])), {})[row["metric"]] = float(row["value"])
+    return by_step
+
+
+def card_text(
+    config: TrainConfig,
+    summary: dict[str, Any],
+    logged: dict[int, dict[str, float]],
+    evaluation: dict[str, Any] | None,
+    model_dir: Path,
+) -> str:
+    """The card as Markdown with YAML front matter (what the Hugging Face hub reads)."""
+    import yaml
+
+    m = config.model
+    pooling = POOLING_NAMES.get(m.pooling, f"{m.pooling} pooling")
+    objective = OBJECTIVE_NAMES.get(config.objective.name, config.objective.name)
+    license_name, language = _backbone_card_fields(m.backbone)
+    front: dict[str, Any] = {
+        "language": language,
+        "license": license_name,
+        "library_name": "sentence-transformers",
+        "pipeline_tag": "sentence-similarity",
+        "tags": [
+            "sentence-transformers",
+            "sentence-similarity",
+            "feature-extraction",
+            "lwap",
+            f"{m.pooling}-pooling",
+            config.objective.name.replace("_", "-"),
+        ],
+    }
+    if _hub_id(m.backbone):
+        front["base_model"] = m.backbone
+    code = sorted(p.name for p in model_dir.glob("*.py"))
+    parts = [
+        f"---\n{yaml.safe_dump(front, sort_keys=False)}---",
+        f"# {m.backbone} + {pooling}, {objective}",
+        f"A sentence encoder trained with lwap: the backbone `{m.backbone}` with {pooling}, trained with "
+        f"{objective}. It maps text to vectors for semantic similarity and search (cosine similarity).",
+        "## Usage",
+        _usage(code),
+    ]
+    if m.pooling == "lwap":
+        parts += ["## Layer-wise attention pooling", _about_lwap(m)]
+    parts += ["## Training", _training(config, summary, logged)]
+    parts += ["## Evaluation", _evaluation(evaluation, summary)]
+    versions = summary.get("versions", {})
+    parts += [
+        "## Framework versions",
+        "\n".join(f"- {name}: {version}" for name, version in versions.items()),
+        "## Citation",
+        "```bibtex\n" + (LWAP_CITATION + "\n\n" if m.pooling == "lwap" else "") + SIMCSE_CITATION + "\n```",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _usage(code: list[str]) -> str:
+    snippet = (
+        "```python\nfrom sentence_transformers import SentenceTransformer\n\n"
+        f'model = SentenceTransformer("{PLACEHOLDER}", trust_remote_code=True)\n'
+        'embeddings = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])\n'
+        "print(model.similarity(embeddings, embeddings))\n```"
+    )
+    if not code:
+        return (
+            snippet.replace(", trust_remote_code=True", "") + "\n\nOnly sentence-transformers' own modules."
+        )
+    files = ", ".join(f"`{name}`" for name in code)
+    return (
+        f"{snippet}\n\n`trust_remote_code=True` lets sentence-transformers import the pooling code that "
+        f"ships in this folder ({files}); it needs only torch, transformers and sentence-transformers. "
+        "With lwap installed, `lwap.load_model(path)` loads the folder without that flag: it checks that "
+        "those files hold lwap's own code and runs lwap's."
+    )
+
+
+def _about_lwap(m: Any) -> str:
+    text = (
+        "Layer-wise attention pooling (LWAP; Oh et al., 2022, arXiv:2209.05972) builds the sentence vector "
+        "from every layer of the backbone instead of the last one alone: each layer's [CLS] vector queries "
+        "the masked means of all layers through attention, and the result, joined with the last layer's "
+        "[CLS], is projected to the sentence vector. The pooling head and the backbone are trained together "
+        "with SimCSE's contrastive objective (Gao et al., 2021)."
+    )
+    if m.lwap_start == "native":
+        own = "its saved pooling" if m.native_pooling == "auto" else f"{m.native_pooling} pooling"
+        text += (
+            "\n\nThis model uses lwap's *native start*: the head adds a learned correction to the backbone's "
+            f"own sentence vector ({own}), and that "
+            "correction is exactly zero before training, so at step 0 the model embeds as the backbone does. "
+            "Where the backbone normalises its vectors, the sum is normalised again."
+        )
+    return text
+
+
+def _training(config: TrainConfig, summary: dict[str, Any], logged: dict[int, dict[str, float]]) -> str:
+    t, o = config.training, config.objective
+    examples = summary.get("train_examples")
+    unit = (
+        "sentences"
+        if o.name == "unsup_simcse"
+        else ("triplets" if config.data.hard_negative_column else "pairs")
+    )
+    rows = [
+        (
+            "objective",
+            f"{OBJECTIVE_NAMES.get(o.name, o.name)}: InfoNCE over in-batch negatives, cosine "
+            f"similarity / temperature {o.temperature:g} (lwap's SimCSELoss)",
+        ),
+        (
+            "training data",
+            f"{examples:,} {unit} from {_data_name(config)}" if examples else _data_name(config),
+        ),
+        (
+            "steps",
+            f"{summary.get('steps')} (global batch {summary.get('global_batch_size')}, learning rate "
+            f"{t.learning_rate:g}, {t.lr_scheduler} schedule, {t.precision}, "
+            f"max length {config.model.max_seq_length} tokens in training)",
+        ),
+    ]
+    kept = summary.get("final_model_step")
+    if config.eval.keep_best and kept is not None:
+        rows.append(("kept checkpoint", f"step {kept}, the best on STS-B dev (the selection set)"))
+    table = "| | |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+    log = ["| step | training loss | STS-B dev Spearman (selection set) |", "| ---: | ---: | ---: |"]
+    for step in sorted(logged):
+        loss, dev = logged[step].get("loss"), logged[step].get("eval_stsb-dev_spearman_cosine")
+        if loss is None and dev is None:
+            continue
+        cells = [str(step), "" if loss is None else f"{loss:.4g}", "" if dev is None else f"{dev:.4f}"]
+        if step == kept and config.eval.keep_best:
+            cells = [f"**{c}**" if c else c for c in cells]
+        log.append("| " + " | ".join(cells) + " |")
+    return table + "\n\n### Training log\n\n" + "\n".join(log)
+
+
+def _data_name(config: TrainConfig) -> str:
+    """The training data by name: a hub dataset's id, or the file's name and the title of the SOURCE.md
+    that the data mirror and lwap's packaged sample keep beside each file."""
+    from lwap.data_sources import training_file
+    from lwap.errors import LwapError
+    from lwap.train.data import _is_local
+
+    d = config.data
+    first = f", its first {d.max_examples:,} rows" if d.max_examples else ""
+    if not _is_local(d.train):
+        extra = f", file {d.hub_data_files}" if d.hub_data_files else ""
+        return f"the Hugging Face dataset `{d.train}` (split {d.hub_split}{extra}){first}"
+    name = f"`{Path(d.train).name}`{first}"
+    try:
+        source = training_file(d.train, d.max_examples).parent / "SOURCE.md"
+    except LwapError:
+        return name
+    lines = source.read_text(encoding="utf-8").splitlines() if source.is_file() else []
+    title = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
+    return f"{name}: {title}" if title else name
+
+
+def _evaluation(evaluation: dict[str, Any] | None, summary: dict[str, Any]) -> str:
+    dev = summary.get("final_model_dev_spearman")
+    before = summary.get("dev_spearman_before")
+    lines = []
+    if dev is not None:
+        lines.append(
+            f"STS-B dev Spearman: {dev:.4f} (before training: {before:.4f}). STS-B dev is the selection set, "
+            "on which the kept checkpoint was chosen, so this is no held-out score."
+            if before is not None
+            else f"STS-B dev Spearman: {dev:.4f} (the selection set: no held-out score)."
+        )
+    if not evaluation:
+        lines.append(
+            "Not evaluated on held-out sets yet: `lwap card RUN_DIR --eval` adds `lwap eval`'s STS12–16, "
+            "STS-B test, SICK-R and SciFact scores here, beside the backbone's."
+        )
+        return "\n\n".join(lines)
+    from lwap.eval.report import table_columns
+
+    rows = [(label, table_columns(results)) for label, results in evaluation["rows"]]
+    headers = [header for header, _, _ in rows[0][1]]
+    table = ["| model | " + " | ".join(headers) + " |", "| --- |" + " ---: |" * len(headers)]
+    for label, columns in rows:
+        table.append(f"| {label} | " + " | ".join(f"{value:.2f}" for _, value, _ in columns) + " |")
+    protocol = evaluation["rows"][0][1]["protocol"]
+    lines.append(
+        "Held-out test sets, scored by `lwap eval` (`lwap card RUN_DIR --eval`): STS cosine Spearman × 100 "
+        f"({protocol['sts']['data_variant']} data, STS12–16 aggregation '{protocol['sts']['aggregation']}'), "
+        "search nDCG@10 / MRR@10 / Recall@100 × 100, "
+        f"{protocol['precision']}.\n\n" + "\n".join(table)
+    )
+    return "\n\n".join(lines)
+
+
+def _backbone_card_fields(backbone: str) -> tuple[str, Any]:
+    """(license, language) from the backbone's own card; "unknown" license and English otherwise (lwap's
+    training and evaluation data are English)."""
+    import yaml
+
+    from lwap.backbones import resolve_backbone
+    from lwap.errors import LwapError
+
+    try:
+        folder = Path(resolve_backbone(backbone))
+    except LwapError:
+        return "unknown", "en"
+    for readme in (folder / "README.md", folder.parent / "README.md"):
+        text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
+        if text.startswith("---"):
+            try:
+                front = yaml.safe_load(text.split("---", 2)[1]) or {}
+            except yaml.YAMLError:
+                continue
+            return str(front.get("license") or "unknown"), front.get("language") or "en"
+    return "unknown", "en"

@@ -121,6 +121,9 @@ def _train(
         summary = _summary(config, config_path, args, trainer, built.timing, dataset, resume_from, model_dir)
         summary["wall_time_seconds"] = round(time.perf_counter() - wall_start, 1)
         write_json_atomically(summary, out / outputs.SUMMARY_JSON)
+        from lwap.train.model_card import write_card
+
+        write_card(out)  # the card users read: loading with trust_remote_code, data, losses (lwap card)
         from lwap.train.report import plot_curves
 
         plot_curves(
