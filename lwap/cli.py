@@ -1,4 +1,4 @@
-"""The `lwap` command: `lwap encode`, `lwap train`, `lwap eval`.
+"""The `lwap` command: `lwap encode`, `lwap train`, `lwap eval`, `lwap compare`.
 
 Each subcommand lives in its own module with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
 heavy imports happen inside `run`, so `lwap --help` is instant. A user error (`LwapError`) becomes one
@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "encode": "lwap.encode_cli",
     "train": "lwap.train.cli",
     "eval": "lwap.eval.cli",
+    "compare": "lwap.compare.cli",
 }
 
 
