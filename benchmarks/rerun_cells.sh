@@ -17,7 +17,8 @@ declare -A CELLS=(
   [all-MiniLM-L6-v2]="unsup/lwap-seed0.json"
   [minilm-l6-mlm]="backbones/minilm-l6-mlm/unsup/lwap-seed0.json"
 )
-for name in "${@:-all-MiniLM-L6-v2 minilm-l6-mlm}"; do
+names=("$@"); [ ${#names[@]} -gt 0 ] || names=(all-MiniLM-L6-v2 minilm-l6-mlm)
+for name in "${names[@]}"; do
   for run in 1 2; do
     scratch="outputs/reruns/$name/run$run"
     "$python" -m lwap compare run --regime unsup --poolers lwap --seeds 0 --tasks sts --no-untouched \

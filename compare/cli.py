@@ -29,38 +29,48 @@ def add_arguments(parser: argparse.ArgumentParser, results: str = DEFAULT_RESULT
         sub.add_argument(
             "--work-dir", default=None, help="models, checkpoints and logs (default: RESULTS/work)"
         )
-        sub.add_argument("--backbone", default=BACKBONE, help="hub id or folder (default: the packaged MiniLM)")
+        sub.add_argument(
+            "--backbone", default=BACKBONE, help="hub id or folder (default: the packaged MiniLM)"
+        )
 
     run = commands.add_parser("run", help="train and evaluate the missing cells of one regime")
     folders(run)
     run.add_argument("--regime", choices=tuple(REGIMES), required=True)
     run.add_argument("--seeds", type=int, nargs="+", default=list(PLANNED_SEEDS))
     run.add_argument(
-        "--poolers", nargs="+", default=list(POOLERS), metavar="POOLER",
+        "--poolers",
+        nargs="+",
+        default=list(POOLERS),
+        metavar="POOLER",
         help=f"poolers and LWAP variants: {' '.join(ROWS)} (default: {' '.join(POOLERS)})",
     )
     run.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="budget override for every cell"
     )
     run.add_argument(
-        "--tasks", choices=("all", "sts"), default="all",
+        "--tasks",
+        choices=("all", "sts"),
+        default="all",
         help="evaluate on all tasks (default) or the 7 STS tasks only (no SciFact; recorded in the cell)",
     )
-    run.add_argument(
-        "--no-untouched", action="store_true", help="skip the untouched-backbone reference rows"
-    )
+    run.add_argument("--no-untouched", action="store_true", help="skip the untouched-backbone reference rows")
     report = commands.add_parser("report", help="write the comparison as Markdown from the cell files")
-    report.add_argument("--results", default=results, help=f"the folder of the cell files (default: ./{results})")
+    report.add_argument(
+        "--results", default=results, help=f"the folder of the cell files (default: ./{results})"
+    )
     report.add_argument("--output", default=None, help="the Markdown file (default: RESULTS/RESULTS.md)")
     figure = commands.add_parser("figure", help="draw the layer attention of the LWAP cells (PNG)")
-    figure.add_argument("--results", default=results, help=f"the folder of the cell files (default: ./{results})")
+    figure.add_argument(
+        "--results", default=results, help=f"the folder of the cell files (default: ./{results})"
+    )
     figure.add_argument("--output", default=None, help="the PNG (default: RESULTS/layer_attention.png)")
     attach = commands.add_parser(
         "attach-profiles", help="add LWAP profiles to older cells from their eval output"
     )
     folders(attach)
     reprofile = commands.add_parser(
-        "reprofile", help="retrain `lwap` cells without a profile (and without their eval output) to measure it"
+        "reprofile",
+        help="retrain `lwap` cells without a profile (and without their eval output) to measure it",
     )
     folders(reprofile)
     reprofile.add_argument("--regimes", nargs="+", choices=tuple(REGIMES), default=list(REGIMES))
@@ -99,8 +109,14 @@ def run(args: argparse.Namespace, wording: object = None) -> int:
 
         check_run_arguments(args)
         run_grid(
-            grid, args.backbone, args.regime, args.poolers, args.seeds, args.set,
-            untouched=not args.no_untouched, tasks=args.tasks,
+            grid,
+            args.backbone,
+            args.regime,
+            args.poolers,
+            args.seeds,
+            args.set,
+            untouched=not args.no_untouched,
+            tasks=args.tasks,
         )
     elif command == "report":
         from lwap.compare.prose import Wording

@@ -13,7 +13,10 @@ REGIMES = {
     "unsup": "configs/compare/unsup-minilm.yaml",
     "sup": "configs/compare/sup-minilm.yaml",
 }
-REGIME_TITLES = {"unsup": "Unsupervised SimCSE (Wikipedia sentences)", "sup": "Supervised SimCSE (SNLI triplets)"}
+REGIME_TITLES = {
+    "unsup": "Unsupervised SimCSE (Wikipedia sentences)",
+    "sup": "Supervised SimCSE (SNLI triplets)",
+}
 POOLERS = ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
 PLANNED_SEEDS = (0, 1, 2)
 # LWAP for already-trained encoders (issue 12): the `lwap` pooler with these settings on top of the grid's

@@ -14,7 +14,6 @@ from typing import Any
 from lwap.compare import cells as cellfiles
 from lwap.compare import settings
 from lwap.compare.grid import (
-    BACKBONE,
     EVAL_MAX_SEQ_LENGTH,
     EVAL_PRECISION,
     REGIMES,

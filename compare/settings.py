@@ -108,6 +108,6 @@ def grid_flag(cells: list[dict[str, Any]]) -> list[str]:
     listed = "; ".join(f"{key}: {', '.join(values)}" for key, values in differing.items())
     return [
         f"**Settings differ within this grid** ({len(recorded)} cells recorded theirs): {listed}. "
-        "Its cells are not all exact re-runs of one setup; see \"What a re-run reproduces\".",
+        'Its cells are not all exact re-runs of one setup; see "What a re-run reproduces".',
         "",
     ]
