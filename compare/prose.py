@@ -15,6 +15,7 @@ class Wording(NamedTuple):
     short: str
     results: str
     repository: bool
+    rerun: str = "lwap compare run"  # how the re-runs of "What a re-run reproduces" were made
 
 
 def user_wording(results: str) -> Wording:
@@ -26,6 +27,7 @@ REPOSITORY = Wording(
     "compare_poolers.py",
     "benchmarks/results/compare/",
     repository=True,
+    rerun="bash benchmarks/rerun_cells.sh",
 )
 
 BACKBONE_NOTES = {
