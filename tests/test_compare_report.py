@@ -261,3 +261,35 @@ def test_settings_that_differ_within_a_grid_are_flagged_and_unrecorded_cells_are
     write_cell(tmp_path / "cells/unsup", "cls", 1, 75.2, 60.0, {"settings": {**recorded, "torch_threads": 2}})
     text = report_text(tmp_path)
     assert "**Settings differ within this grid** (3 cells recorded theirs): torch_threads: 1, 2." in text
+
+
+def test_the_rerun_section_compares_the_reruns_with_each_other_and_the_committed_cell(tmp_path: Path) -> None:
+    cells = tmp_path / "cells"
+    for seed, avg in enumerate((80.0, 80.3, 79.7)):  # `lwap` seed spread 0.30
+        write_cell(cells / "unsup", "lwap", seed, avg, 60.0)
+    settings = {"torch_threads": 1, "train_precision": "bf16", "device": "cpu", "cpu": "X", "torch": "2.13.0"}
+    steps = [[0, 0.80], [50, 0.84], [100, 0.83]]
+    rerun = {"backbone": BACKBONE, "eval_tasks": "sts", "settings": settings}
+    rerun["train"] = {"best_step": 50, "best_dev_spearman": 0.84, "dev_spearman_by_step": steps}
+    for run in (1, 2):
+        write_cell(cells / "reruns/all-MiniLM-L6-v2", "lwap", 0, 79.9, 0.0, rerun)
+        (cells / "reruns/all-MiniLM-L6-v2/lwap-seed0.json").rename(
+            cells / f"reruns/all-MiniLM-L6-v2/run{run}.json"
+        )
+    section = report_text(tmp_path).split("## What a re-run reproduces")[1].split("## Every run")[0]
+    assert "3 of the 3 cells in this report were made before cells recorded their settings" in section
+    assert (
+        "2 re-runs (`bash benchmarks/rerun_cells.sh`), 1 torch thread(s), bf16 training, cpu (X)" in section
+    )
+    assert "evaluated on the 7 STS tasks only, identical settings." in section
+    assert "| re-run 2 | 1 | 0: 80.00, 50: 84.00, 100: 83.00 | 50 | 84.00 | 79.90 |" in section
+    assert "| committed cell | unrecorded | – (not recorded) | 150 | 84.00 | 80.00 |" in section
+    assert "The re-runs against each other: **exactly equal**" in section
+    assert "the re-run 79.90 (-0.10, within `lwap`'s seed spread, 0.30) and best step 50." in section
+
+    changed = json.loads((cells / "reruns/all-MiniLM-L6-v2/run2.json").read_text())
+    changed["scores"]["sts12"] += 0.7
+    changed["scores"]["avg_all"] += 0.1
+    (cells / "reruns/all-MiniLM-L6-v2/run2.json").write_text(json.dumps(changed))
+    section = report_text(tmp_path).split("## What a re-run reproduces")[1]
+    assert "**not equal**: sts12, avg_all differ; 7-task average by up to 0.1000" in section
