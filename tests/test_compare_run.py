@@ -149,7 +149,7 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     expected = ["model.pooling=lwap", "training.seed=0", f"model.backbone={backbone}", *budget]
     assert cell["overrides"] == expected
     reference = json.loads((grid / "untouched-backbone.json").read_text(encoding="utf-8"))
-    assert 0 <= reference["scores"]["avg_all"] <= 100
+    assert -100 <= reference["scores"]["avg_all"] <= 100  # Spearman × 100 on the mirror's random pairs
     assert (tmp_path / "work/backbones/mlm-only-bert/untouched/model/modules.json").is_file()
 
     # a cell without its profile and without its eval output: `reprofile` retrains it (same commit here,
