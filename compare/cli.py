@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from lwap.compare.grid import BACKBONE, PLANNED_SEEDS, POOLERS, REGIMES, ROWS, Grid
+from lwap.compare.prose import Wording
 from lwap.errors import ConfigError
 
 HELP = "compare poolers under one budget: run a grid of cells, report, figure"
@@ -101,7 +102,9 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     load_config(resolve_config(REGIMES[args.regime]), [*backbone, *args.set])
 
 
-def run(args: argparse.Namespace, wording: object = None) -> int:
+def run(args: argparse.Namespace, wording: Wording | None = None) -> int:
+    """One subcommand; `wording` is how the report names its commands (the repository's wrapper passes
+    its own, else the report says `lwap compare` and the results folder)."""
     grid = grid_of(args)
     command = args.compare_command
     if command == "run":
@@ -119,18 +122,16 @@ def run(args: argparse.Namespace, wording: object = None) -> int:
             tasks=args.tasks,
         )
     elif command == "report":
-        from lwap.compare.prose import Wording
         from lwap.compare.report import write_report
 
         output = Path(args.output) if args.output else grid.results / "RESULTS.md"
-        write_report(grid.results, output, wording if isinstance(wording, Wording) else None)
+        write_report(grid.results, output, wording)
         print(f"wrote {output}")
     elif command == "figure":
         from lwap.compare.attention import draw_figure
-        from lwap.compare.prose import Wording
 
         output = Path(args.output) if args.output else grid.results / "layer_attention.png"
-        draw_figure(grid.results, output, wording if isinstance(wording, Wording) else None)
+        draw_figure(grid.results, output, wording)
         print(f"wrote {output}")
     elif command == "attach-profiles":
         from lwap.compare.maintenance import attach_profiles

@@ -48,6 +48,8 @@ def run_row(label: str, cell: dict[str, Any]) -> str:
 def equal_runs(runs: list[dict[str, Any]]) -> str:
     """Whether the re-runs agree to the last bit, and where not, by how much."""
     first = runs[0]
+    if len(runs) < 2:
+        return "only one re-run so far: nothing to compare it with"
     keys = [("dev trajectory", lambda c: c["train"].get("dev_spearman_by_step"))]
     keys += [("best step", lambda c: c["train"]["best_step"])]
     keys += [(task, lambda c, t=task: c["scores"][t]) for task in STS_KEYS]
