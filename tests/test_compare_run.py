@@ -136,12 +136,11 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     from lwap.compare import maintenance, report, runner
     from lwap.compare.prose import REPOSITORY
 
-    grid = Grid(tmp_path / "cells", tmp_path / "work")
-    monkeypatch.setattr(runner, "UNTOUCHED_POOLINGS", ("mean", "cls"))  # first_last_avg: one more eval alike
+    layout = Grid(tmp_path / "cells", tmp_path / "work")
     monkeypatch.setenv("LWAP_DATA_DIR", str(data_mirror(tmp_path / "data")))
     budget = ["training.max_steps=2", "eval.eval_steps=2", "output.save_steps=2", "data.max_examples=128"]
-    runner.run_reference(grid, str(backbone), ("mean", "cls"))
-    runner.run_grid(grid, str(backbone), "unsup", ["lwap"], [0], budget, untouched=False)
+    runner.run_reference(layout, str(backbone), ("mean", "cls"))
+    runner.run_grid(layout, str(backbone), "unsup", ["lwap"], [0], budget, untouched=False)
 
     grid = tmp_path / "cells/backbones/mlm-only-bert"
     cell = json.loads((grid / "unsup/lwap-seed0.json").read_text(encoding="utf-8"))
@@ -156,7 +155,7 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     # so the retrain must reproduce the cell's dev score exactly) and attaches the STS-B test profile
     assert len(cell.pop("layer_attention")["mean_attention"]) == 4  # 3 layers + the embedding output
     (grid / "unsup/lwap-seed0.json").write_text(json.dumps(cell), encoding="utf-8")
-    maintenance.reprofile(grid, str(backbone), ["unsup"], [0])
+    maintenance.reprofile(layout, str(backbone), ["unsup"], [0])
     cell = json.loads((grid / "unsup/lwap-seed0.json").read_text(encoding="utf-8"))
     assert len(cell["layer_attention"]["mean_attention"]) == 4
     source = cell["layer_attention_source"]
@@ -164,7 +163,7 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     assert source["retrained_stsb"] == pytest.approx(source["cell_stsb"], abs=1e-6)
 
     with pytest.raises(ConfigError, match="one grid must share one budget"):
-        runner.run_grid(grid, str(backbone), "unsup", ["cls"], [0], budget[:1], untouched=False)
+        runner.run_grid(layout, str(backbone), "unsup", ["cls"], [0], budget[:1], untouched=False)
 
     text = report.report_text(tmp_path / "cells", REPOSITORY)
     assert "## mlm-only-bert: Unsupervised SimCSE" in text
