@@ -30,10 +30,22 @@ def rerun_records(results: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def trajectory(cell: dict[str, Any]) -> str:
-    steps = cell["train"].get("dev_spearman_by_step")
+    """STS-B dev × 100 by step; for a cell made before cells kept the trajectory, step 0 and the best."""
+    train = cell["train"]
+    steps = train.get("dev_spearman_by_step")
     if not steps:
-        return "– (not recorded)"
+        steps = [[0, train["dev_spearman_before"]], [train["best_step"], train["best_dev_spearman"]]]
+        return ", ".join(f"{step}: {score * 100:.2f}" for step, score in steps) + " (only these kept)"
     return ", ".join(f"{step}: {score * 100:.2f}" for step, score in steps)
+
+
+def same_numbers(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two runs of one cell agree to the bit on what both recorded: STS-B dev at step 0 and at
+    the best step, the best step, and the seven STS scores."""
+    train = ("dev_spearman_before", "best_dev_spearman", "best_step")
+    return all(a["train"][k] == b["train"][k] for k in train) and all(
+        a["scores"][t] == b["scores"][t] for t in STS_KEYS
+    )
 
 
 def run_row(label: str, cell: dict[str, Any]) -> str:
@@ -60,6 +72,12 @@ def equal_runs(runs: list[dict[str, Any]]) -> str:
     return f"**not equal**: {', '.join(differing)} differ; 7-task average by up to {gap:.4f}"
 
 
+def seed_spread(path: Path, row: str) -> float | None:
+    """The standard deviation of the 7-task average over the committed seeds of the cell's pooler."""
+    seeds = cellfiles.load_cells(path.parent).get(row, [])
+    return statistics.stdev(c["scores"]["avg_all"] for c in seeds) if len(seeds) > 1 else None
+
+
 def against_committed(grid: Grid, run: dict[str, Any]) -> str:
     """A re-run's 7-task average against the committed cell's, judged by the pooler's seed spread."""
     backbone, regime, row, seed = run["backbone"], run["regime"], run["pooler"], run["seed"]
@@ -67,8 +85,7 @@ def against_committed(grid: Grid, run: dict[str, Any]) -> str:
     if not path.is_file():
         return "no committed cell to compare with."
     cell = cellfiles.read(path)
-    seeds = cellfiles.load_cells(path.parent).get(row, [])
-    spread = statistics.stdev(c["scores"]["avg_all"] for c in seeds) if len(seeds) > 1 else None
+    spread = seed_spread(path, row)
     delta = run["scores"]["avg_all"] - cell["scores"]["avg_all"]
     if spread is None:
         verdict = "one seed: spread unknown"
@@ -79,10 +96,21 @@ def against_committed(grid: Grid, run: dict[str, Any]) -> str:
         settings = f"settings recorded; differing from the re-run's: {differing}"
     else:
         settings = "settings unrecorded"
+    if same_numbers(run, cell):
+        equal = "**equal to the bit** (step-0 and best STS-B dev, best step, the seven STS scores)"
+    else:
+        before = (
+            "equal"
+            if run["train"]["dev_spearman_before"] == cell["train"]["dev_spearman_before"]
+            else (
+                f"{(run['train']['dev_spearman_before'] - cell['train']['dev_spearman_before']) * 100:+.4f}"
+            )
+        )
+        equal = f"**not equal** (step-0 STS-B dev {before})"
     return (
         f"the committed cell ({settings}) has 7-task average {cell['scores']['avg_all']:.2f} "
-        f"and best step {cell['train']['best_step']}; the re-run {run['scores']['avg_all']:.2f} "
-        f"({delta:+.2f}, {verdict}) and best step {run['train']['best_step']}."
+        f"and best step {cell['train']['best_step']}; the first re-run {run['scores']['avg_all']:.2f} "
+        f"({delta:+.2f}, {verdict}) and best step {run['train']['best_step']}: {equal}."
     )
 
 
@@ -145,4 +173,43 @@ def rerun_section(grid: Grid, backbones: list[str], wording: Wording) -> list[st
             f"- Against the committed cell: {against_committed(grid, first)}",
             "",
         ]
-    return lines
+    return [*lines, *in_short(grid, records)]
+
+
+def in_short(grid: Grid, records: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The answer in one paragraph, from the verdicts above."""
+    between, committed = [], []
+    for name, runs in records.items():
+        first = runs[0]
+        if len(runs) > 1:
+            exact = all(
+                same_numbers(r, first)
+                and r["train"].get("dev_spearman_by_step") == first["train"].get("dev_spearman_by_step")
+                for r in runs[1:]
+            )
+            between.append(f"{'exactly' if exact else '**not exactly**'} on {name}")
+        path = grid.cell_file(first["backbone"], first["regime"], first["pooler"], first["seed"])
+        if not path.is_file():
+            continue
+        cell = cellfiles.read(path)
+        spread = seed_spread(path, first["pooler"])
+        delta = first["scores"]["avg_all"] - cell["scores"]["avg_all"]
+        if same_numbers(first, cell):
+            committed.append(f"to the bit on {name}")
+        elif spread is not None:
+            where = "within" if abs(delta) <= spread else "**outside**"
+            committed.append(f"{where} the seed spread on {name} ({delta:+.2f} against {spread:.2f})")
+    lines = []
+    if between:
+        lines.append(
+            "In short: with identical recorded settings, a re-run reproduced its cell "
+            + "; ".join(between)
+            + " (every STS-B dev score, the best step and the seven STS scores)."
+        )
+    if committed:
+        lines.append(
+            "The committed cells, made with unrecorded settings, were reproduced "
+            + "; ".join(committed)
+            + " (7-task average against the pooler's seed standard deviation)."
+        )
+    return [*lines, ""] if lines else []

@@ -101,6 +101,7 @@ class Cell:
         overrides = [*pooling, *shared]
         variant = variant_overrides(self.row, self.regime)
         print(f"[run ] {self} -> {self.out}", flush=True)
+        recorded = settings.current(None, EVAL_PRECISION)  # before training: the commit that trains it
         started = time.perf_counter()
         train(REGIMES[self.regime], [*variant, *overrides, f"output.dir={self.out}"], self.out, self.log)
         train_seconds = time.perf_counter() - started
@@ -116,14 +117,14 @@ class Cell:
             "config": REGIMES[self.regime],
             "overrides": overrides,
             **({"variant": variant} if variant else {}),
-            "commit": settings.code_version(),
+            "commit": recorded["commit"],
             "train_wall_seconds": round(train_seconds, 1),
             "eval_wall_seconds": round(time.perf_counter() - tick, 1),
             "train": {k: summary.get(k) for k in keep},
             "eval_precision": EVAL_PRECISION,
             "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
             **({"eval_tasks": tasks} if tasks != "all" else {}),
-            "settings": settings.current(summary.get("precision"), EVAL_PRECISION),
+            "settings": {**recorded, "train_precision": summary.get("precision")},
             "scores": cellfiles.scores(results),
             **cellfiles.layer_attention(results),
         }

@@ -270,7 +270,8 @@ def test_the_rerun_section_compares_the_reruns_with_each_other_and_the_committed
     settings = {"torch_threads": 1, "train_precision": "bf16", "device": "cpu", "cpu": "X", "torch": "2.13.0"}
     steps = [[0, 0.80], [50, 0.84], [100, 0.83]]
     rerun = {"backbone": BACKBONE, "eval_tasks": "sts", "settings": settings}
-    rerun["train"] = {"best_step": 50, "best_dev_spearman": 0.84, "dev_spearman_by_step": steps}
+    rerun["train"] = {"steps": 200, "dev_spearman_before": 0.80, "best_step": 50, "best_dev_spearman": 0.84}
+    rerun["train"]["dev_spearman_by_step"] = steps
     for run in (1, 2):
         write_cell(cells / "reruns/all-MiniLM-L6-v2", "lwap", 0, 79.9, 0.0, rerun)
         (cells / "reruns/all-MiniLM-L6-v2/lwap-seed0.json").rename(
@@ -283,9 +284,20 @@ def test_the_rerun_section_compares_the_reruns_with_each_other_and_the_committed
     )
     assert "evaluated on the 7 STS tasks only, identical settings." in section
     assert "| re-run 2 | 1 | 0: 80.00, 50: 84.00, 100: 83.00 | 50 | 84.00 | 79.90 |" in section
-    assert "| committed cell | unrecorded | – (not recorded) | 150 | 84.00 | 80.00 |" in section
+    assert (
+        "| committed cell | unrecorded | 0: 80.00, 150: 84.00 (only these kept) | 150 | 84.00 | 80.00 |"
+        in section
+    )
     assert "The re-runs against each other: **exactly equal**" in section
-    assert "the re-run 79.90 (-0.10, within `lwap`'s seed spread, 0.30) and best step 50." in section
+    assert (
+        "the first re-run 79.90 (-0.10, within `lwap`'s seed spread, 0.30) and best step 50: **not equal**"
+        in section
+    )
+    assert (
+        "In short: with identical recorded settings, a re-run reproduced its cell exactly on all-MiniLM"
+        in section
+    )
+    assert "were reproduced within the seed spread on all-MiniLM-L6-v2 (-0.10 against 0.30)" in section
 
     changed = json.loads((cells / "reruns/all-MiniLM-L6-v2/run2.json").read_text())
     changed["scores"]["sts12"] += 0.7
@@ -293,3 +305,4 @@ def test_the_rerun_section_compares_the_reruns_with_each_other_and_the_committed
     (cells / "reruns/all-MiniLM-L6-v2/run2.json").write_text(json.dumps(changed))
     section = report_text(tmp_path).split("## What a re-run reproduces")[1]
     assert "**not equal**: sts12, avg_all differ; 7-task average by up to 0.1000" in section
+    assert "reproduced its cell **not exactly** on all-MiniLM-L6-v2" in section
