@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lwap.compare.grid import BACKBONE, PLANNED_SEEDS, POOLERS, REGIMES, ROWS, Grid
+from lwap.compare.grid import BACKBONE, PLANNED_SEEDS, POOLERS, REGIMES, ROWS, Grid, shipped_config
 from lwap.compare.prose import Wording
 from lwap.errors import ConfigError
 
@@ -99,7 +99,7 @@ def check_run_arguments(args: argparse.Namespace) -> None:
 
     resolve_backbone(args.backbone)
     backbone = [] if args.backbone == BACKBONE else [f"model.backbone={args.backbone}"]
-    load_config(resolve_config(REGIMES[args.regime]), [*backbone, *args.set])
+    load_config(resolve_config(shipped_config(REGIMES[args.regime])), [*backbone, *args.set])
 
 
 def run(args: argparse.Namespace, wording: Wording | None = None) -> int:

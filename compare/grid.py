@@ -44,6 +44,16 @@ EVAL_MAX_SEQ_LENGTH = 256  # the backbone's own inference length, for every row 
 UNTOUCHED_POOLINGS = ("mean", "cls", "first_last_avg")  # SimCSE's "BERT (first-last avg.)", "BERT [CLS]" rows
 
 
+def shipped_config(name: str) -> str:
+    """The installed file of a config a cell names (`configs/compare/unsup-minilm.yaml` is the shipped
+    `compare/unsup-minilm`), so cells train on the budget installed with lwap from any folder; a name
+    that is not shipped is passed on as given."""
+    from lwap.config_files import shipped_configs
+
+    shipped = shipped_configs().get(name.removeprefix("configs/").removesuffix(".yaml"))
+    return str(shipped) if shipped else name
+
+
 def pooling_of(row: str) -> str:
     return "lwap" if row in VARIANTS else row
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from lwap.compare import cells as cellfiles
-from lwap.compare.grid import REGIMES, Grid
+from lwap.compare.grid import REGIMES, Grid, shipped_config
 from lwap.compare.runner import evaluate, train
 from lwap.compare.settings import code_version
 
@@ -48,7 +48,7 @@ def reprofile(grid: Grid, backbone: str, regimes: list[str], seeds: list[int]) -
             log = out.parent / f"{out.name}.log"
             print(f"[run ] retraining {regime} lwap seed {seed} for its profile -> {out}", flush=True)
             overrides = [*cell.get("variant", []), *cell["overrides"], f"output.dir={out}"]
-            train(cell["config"], overrides, out, log)
+            train(shipped_config(cell["config"]), overrides, out, log)
             summary = cellfiles.read(out / "train_summary.json")
             results = evaluate(str(out / "model"), out / "eval", log, tasks="stsb")
             cell.update(cellfiles.layer_attention(results))

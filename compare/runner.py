@@ -20,6 +20,7 @@ from lwap.compare.grid import (
     UNTOUCHED_POOLINGS,
     Grid,
     pooling_of,
+    shipped_config,
     variant_overrides,
 )
 from lwap.compare.locks import claim
@@ -103,7 +104,12 @@ class Cell:
         print(f"[run ] {self} -> {self.out}", flush=True)
         recorded = settings.current(None, EVAL_PRECISION)  # before training: the commit that trains it
         started = time.perf_counter()
-        train(REGIMES[self.regime], [*variant, *overrides, f"output.dir={self.out}"], self.out, self.log)
+        train(
+            shipped_config(REGIMES[self.regime]),
+            [*variant, *overrides, f"output.dir={self.out}"],
+            self.out,
+            self.log,
+        )
         train_seconds = time.perf_counter() - started
         summary = cellfiles.read(self.out / "train_summary.json")
         tick = time.perf_counter()
