@@ -106,7 +106,7 @@ def against_committed(grid: Grid, run: dict[str, Any]) -> str:
                 f"{(run['train']['dev_spearman_before'] - cell['train']['dev_spearman_before']) * 100:+.4f}"
             )
         )
-        equal = f"**not equal** (step-0 STS-B dev {before})"
+        equal = f"**not equal** (step-0 STS-B dev × 100: {before})"
     return (
         f"the committed cell ({settings}) has 7-task average {cell['scores']['avg_all']:.2f} "
         f"and best step {cell['train']['best_step']}; the first re-run {run['scores']['avg_all']:.2f} "
