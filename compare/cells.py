@@ -1,0 +1,78 @@
+"""Cell files: the figures kept from one `lwap eval`, a grid's cells read back, one budget per grid."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from lwap.compare.grid import BACKBONE, ROWS, STS_COLUMNS
+from lwap.errors import ConfigError
+
+
+def scores(results: dict[str, Any]) -> dict[str, float]:
+    """The figures of one evaluation: each STS task (all and wmean), averages, SciFact. Each group of
+    figures is read where `lwap eval` measured it (a run on the STS tasks alone has no SciFact); a new
+    measure is one more block here."""
+    row: dict[str, float] = {}
+    sts = results.get("sts", {})
+    for task in STS_COLUMNS:
+        if task in sts:
+            row[task] = sts[task]["score"]
+            row[f"{task}_wmean"] = sts[task].get("wmean", sts[task]["score"])
+    if all(task in row for task in STS_COLUMNS):
+        row["avg_all"] = statistics.fmean(row[t] for t in STS_COLUMNS)
+        row["avg_wmean"] = statistics.fmean(row[f"{t}_wmean"] for t in STS_COLUMNS)
+    search = results.get("search", {}).get("scifact")
+    if search:
+        row.update({"scifact_ndcg@10": search["ndcg@10"], "scifact_mrr@10": search["mrr@10"]})
+        row["scifact_recall@100"] = search["recall@100"]
+    return row
+
+
+def layer_attention(results: dict[str, Any]) -> dict[str, Any]:
+    """An LWAP model's mean attention per layer on STS-B test (what `lwap eval` measured), for figures."""
+    profile = results.get("layer_attention")
+    if not profile or not profile.get("sentences"):
+        return {}
+    keep = ("layers", "sentences", "mean_attention")
+    return {"layer_attention": {key: profile[key] for key in keep}}
+
+
+def read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write(path: Path, cell: dict[str, Any]) -> None:
+    """Write a cell file whole (through a temporary name), so a stopped run never leaves half a cell that
+    a later run would take as finished."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def load_cells(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """One grid's cells (a backbone's regime folder), by pooler in ROWS order, seeds ascending."""
+    cells: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.json")):
+        cell = read(path)
+        cells.setdefault(cell["pooler"], []).append(cell)
+    return {p: sorted(cells[p], key=lambda c: c["seed"]) for p in ROWS if p in cells}
+
+
+def fixed_overrides(backbone: str, extra: list[str]) -> list[str]:
+    """The settings every cell of one grid shares beyond the config file (the backbone, any --set)."""
+    return ([] if backbone == BACKBONE else [f"model.backbone={backbone}"]) + list(extra)
+
+
+def check_same_budget(folder: Path, shared: list[str]) -> None:
+    """Refuse to mix budgets in one grid: every cell must differ only in pooler and seed."""
+    for path in sorted(folder.glob("*.json")):
+        made = read(path).get("overrides", [])[2:]
+        if made != shared:
+            raise ConfigError(
+                f"{path} was made with overrides {made}, this run uses {shared}: one grid must share one "
+                "budget (use another --backbone or results folder, or remove the old cells)"
+            )

@@ -1,0 +1,238 @@
+"""The report's judgements, read off a grid's cells: rankings, gaps against the seed spread (with Welch's
+t-test), what training did against the untouched backbone, and the LWAP variants' target."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from lwap.compare.grid import PLANNED_SEEDS, POOLERS, UNTOUCHED_POOLINGS, VARIANTS, variant_overrides
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The regime in short: where the paper's `lwap` ranks among the poolers (by mean over seeds) on
+    Avg. (all), Avg. (wmean) and SciFact, and its gap to `cls`, the paper's baseline, under both
+    aggregations, judged against the seed spread."""
+    poolers = [p for p in cells if p in POOLERS]
+    if "lwap" not in poolers or len(poolers) < 2:
+        return []
+    out = []
+    keys = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
+    for key, label in keys:
+        means = {p: statistics.fmean(c["scores"][key] for c in cells[p]) for p in poolers}
+        order = sorted(poolers, key=lambda p: -means[p])
+        ranked = " > ".join(f"`{p}` {means[p]:.2f}" for p in order)
+        out.append(f"- {label}: `lwap` ranks {order.index('lwap') + 1} of {len(order)} ({ranked}).")
+    if "cls" in cells:
+        for key, label in keys[:2]:  # SimCSE's aggregation and the LWAP paper's
+            base, other = ([c["scores"][key] for c in cells[p]] for p in ("lwap", "cls"))
+            gap = difference("lwap", "cls", base, other)
+            out.append(f"- Against `cls` (the paper's baseline), {label}: {gap}.")
+    seeds = sorted({len(cells[p]) for p in poolers})
+    caveat = "" if seeds == [len(PLANNED_SEEDS)] else " (not every pooler has all its seeds yet: provisional)"
+    return [f"In short{caveat}:", "", *out, ""]
+
+
+def budget_check(
+    cells: dict[str, list[dict[str, Any]]], reference: dict[str, Any] | None, others: Sequence[dict[str, Any]]
+) -> list[str]:
+    """Like for like against the untouched rows of a plain (e.g. MLM-only) backbone: trained `cls`, `mean`
+    and `first_last_avg` against the same pooling with no training. Issue 11 asks for a budget under which
+    plain SimCSE clearly gains, as it does on MLM backbones; this is where that is read off."""
+    untouched = {o["pooling"]: o for o in others}
+    if not untouched:
+        return []
+    if reference:
+        untouched["mean"] = reference
+    out = []
+    for pooling in UNTOUCHED_POOLINGS:
+        if pooling not in cells or pooling not in untouched:
+            continue
+        values = [c["scores"]["avg_all"] for c in cells[pooling]]
+        before = untouched[pooling]["scores"]["avg_all"]
+        mean, std = mean_std(values)
+        if len(values) < 2:
+            verdict = "one seed: spread unknown"
+        else:
+            larger = mean - before > std
+            verdict = f"{'**larger than**' if larger else 'not larger than'} its seed spread, {std:.2f}"
+        out.append(
+            f"- `{pooling}`: {before:.2f} untouched → {mean:.2f} trained ({mean - before:+.2f}; {verdict})."
+        )
+    if not out:
+        return []
+    return [
+        "Budget check, Avg. (all): each pooling trained against the same pooling untouched:",
+        "",
+        *out,
+        "",
+    ]
+
+
+def variant_legend(cells: dict[str, list[dict[str, Any]]], regime: str) -> list[str]:
+    """What each LWAP variant row adds to the grid's budget (issue 12: LWAP on already-trained encoders)."""
+    rows = [row for row in cells if row in VARIANTS]
+    if not rows:
+        return []
+    seeds = ", ".join(f"`{row}` {len(cells[row])}/{len(PLANNED_SEEDS)}" for row in rows)
+    lines = [f"LWAP variants for already-trained encoders (seeds run: {seeds}), `lwap` plus:", ""]
+    lines += [f"- `{row}`: " + ", ".join(f"`{o}`" for o in variant_overrides(row, regime)) for row in rows]
+    return [*lines, ""]
+
+
+def variant_verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Each LWAP variant against `mean` trained with the same budget (issue 12's target)."""
+    rows = [row for row in cells if row in VARIANTS]
+    if not rows or "mean" not in cells:
+        return []
+    out = ["", "LWAP variants against `mean` (same budget and data order):", ""]
+    for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
+        other = [c["scores"][key] for c in cells["mean"]]
+        for row in rows:
+            base = [c["scores"][key] for c in cells[row]]
+            out.append(f"- {label}: " + difference(row, "mean", base, other))
+    return [*out, "", variant_target(cells, rows)]
+
+
+def variant_target(cells: dict[str, list[dict[str, Any]]], rows: list[str]) -> str:
+    """Issue 12's target, read off the cells: the best LWAP variant (by its mean STS-B dev score, the
+    selection a user can make without test data) beats `mean` on Avg. (all) by more than the seed spread,
+    with SciFact nDCG@10 not lower."""
+
+    def avg(row: str, key: str) -> tuple[float, float]:
+        return mean_std([c["scores"][key] for c in cells[row]])
+
+    partial = [row for row in rows if len(cells[row]) < len(PLANNED_SEEDS)]
+    candidates = [row for row in rows if row not in partial] or rows
+    best = max(candidates, key=lambda r: statistics.fmean(c["train"]["best_dev_spearman"] for c in cells[r]))
+    pending = ", ".join(f"`{row}` ({len(cells[row])} of {len(PLANNED_SEEDS)} seeds)" for row in partial)
+    caveat = (
+        f" Not counted until their seeds are complete: {pending}." if partial and best not in partial else ""
+    )
+    (m1, s1), (m2, s2) = avg(best, "avg_all"), avg("mean", "avg_all")
+    scifact = avg(best, "scifact_ndcg@10")[0] - avg("mean", "scifact_ndcg@10")[0]
+    head = (
+        f"Best variant by STS-B dev: `{best}`; Avg. (all) {m1 - m2:+.2f} against `mean`, "
+        f"SciFact {scifact:+.2f}. "
+    )
+    if len(cells[best]) < len(PLANNED_SEEDS):
+        return (
+            head + f"Target not decided yet: `{best}` has {len(cells[best])} of {len(PLANNED_SEEDS)} seeds."
+        )
+    met = m1 - m2 > s1 + s2 and scifact >= 0
+    if met:
+        return head + "**Target met.**" + caveat
+    spread = f"(needed: more than the summed seed spreads, {s1 + s2:.2f}, with SciFact not lower)"
+    return (
+        head
+        + f"**Target not met**: no variant beats `mean` as asked {spread}. "
+        + attention_note(cells[best])
+        + caveat
+    )
+
+
+def attention_note(runs: list[dict[str, Any]]) -> str:
+    """Why a variant could not move far from its start, read off its cells: how far its layer attention
+    is from uniform (a head that learned nothing layer-specific) and what training added on STS-B dev."""
+    profiles = [c["layer_attention"]["mean_attention"] for c in runs if c.get("layer_attention")]
+    dev = statistics.fmean(
+        (c["train"]["best_dev_spearman"] - c["train"]["dev_spearman_before"]) * 100 for c in runs
+    )
+    note = f"Training added {dev:+.2f} STS-B dev points to the start on average"
+    if not profiles:
+        return note + "."
+    profile = [statistics.fmean(v) for v in zip(*profiles, strict=True)]
+    seeds = f"{len(profiles)} seed{'s' * (len(profiles) > 1)}"
+    note += (
+        f"; the mean attention per layer (STS-B test, {seeds}) runs from {min(profile):.3f} to "
+        f"{max(profile):.3f} against a uniform {1 / len(profile):.3f}"
+    )
+    if max(profile) < 1.5 * min(profile):
+        return note + (
+            ": the head learned almost no preference among layers, so its correction is close to one "
+            "average of all layers."
+        )
+    return note + f", most on layer {profile.index(max(profile))} (0 = embedding output)."
+
+
+def difference(a: str, b: str, base: list[float], other: list[float]) -> str:
+    """`a` − `b` with its verdict against the seed spread (and Welch's p) when both have ≥ 2 seeds."""
+    from scipy.stats import ttest_ind
+
+    (m1, s1), (m2, s2) = mean_std(base), mean_std(other)
+    delta = m1 - m2
+    if min(len(base), len(other)) < 2:  # one seed has no spread to compare with
+        return f"`{a}` − `{b}` = {delta:+.2f} (one seed: spread unknown)"
+    larger = abs(delta) > s1 + s2
+    p = ttest_ind(base, other, equal_var=False).pvalue
+    verdict = "**larger than the seed spread**" if larger else "within the seed spread"
+    return f"`{a}` − `{b}` = {delta:+.2f} ({verdict}; p = {p:.3f})"
+
+
+def below_step_zero(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Runs whose kept checkpoint scores below the untrained model on STS-B dev: say so, don't hide it.
+
+    SimCSE's model selection (and ours) keeps the best *trained* checkpoint; the step-0 model is
+    evaluated as a reference but never kept, so a run that training only hurt keeps its least bad step.
+    """
+    worse = [
+        f"`{c['pooler']}` seed {c['seed']} ({c['train']['dev_spearman_before'] * 100:.2f} → "
+        f"{c['train']['best_dev_spearman'] * 100:.2f})"
+        for runs in cells.values()
+        for c in runs
+        if c["train"]["best_dev_spearman"] < c["train"]["dev_spearman_before"]
+    ]
+    if not worse:
+        return []
+    return [
+        "Runs where every trained checkpoint scored below the untrained model on STS-B dev (step 0 is",
+        "evaluated but, as in SimCSE, never kept, so these keep their least bad trained step): "
+        + ", ".join(worse)
+        + ".",
+        "",
+    ]
+
+
+def against_untouched(cells: dict[str, list[dict[str, Any]]], reference: dict[str, Any] | None) -> list[str]:
+    """What training did to the already sentence-trained backbone: each pooler's mean against it."""
+    if not reference:
+        return []
+    out = []
+    for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
+        base = reference["scores"][key]
+        gaps = {p: statistics.fmean(c["scores"][key] for c in runs) - base for p, runs in cells.items()}
+        listed = ", ".join(f"`{p}` {gap:+.2f}" for p, gap in sorted(gaps.items(), key=lambda kv: -kv[1]))
+        out.append(f"- {label} against the untouched backbone ({base:.2f}): {listed}.")
+    return [
+        "What training did, pooler mean minus the untouched backbone (no training, its own mean pooling):",
+        "",
+        *out,
+        "",
+    ]
+
+
+def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Which differences exceed the seed-to-seed spread: |Δ mean| > std(a) + std(b), plus Welch's p."""
+    out = ["Differences against `lwap` (Avg. all, SciFact nDCG@10). *Larger than the seed spread* means the"]
+    out.append(
+        "gap between the means exceeds the sum of the two standard deviations; Welch's t-test p beside it:"
+    )
+    if min((len(runs) for pooler, runs in cells.items() if pooler in POOLERS), default=0) < 3:
+        out.append("(Fewer than three seeds per pooler so far: the spreads are rough estimates and")
+        out.append("these verdicts provisional.)")
+    out.append("")
+    if "lwap" not in cells:
+        return ["_No `lwap` cells: no comparison._"]
+    for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
+        base = [c["scores"][key] for c in cells["lwap"]]
+        for pooler, runs in cells.items():
+            if pooler == "lwap" or pooler in VARIANTS:
+                continue
+            other = [c["scores"][key] for c in runs]
+            out.append(f"- {label}: " + difference("lwap", pooler, base, other))
+    return out
