@@ -27,6 +27,7 @@ from lwap.compare.grid import (
 )
 from lwap.compare.prose import BACKBONE_NOTES, Wording, header, user_wording
 from lwap.compare.reruns import rerun_section
+from lwap.compare.summaries import dev_from_the_backbone, scifact_cls_against_mean
 from lwap.compare.verdicts import (
     against_untouched,
     below_step_zero,
@@ -119,7 +120,8 @@ def regime_section(
         ]
     if any("scifact_ndcg@10" not in c["scores"] for runs in cells.values() for c in runs):
         return [*lines, "", "_Some cells were evaluated on the STS tasks only: no verdicts._", ""]
-    lines += ["", *standing(cells), *variant_legend(cells, regime)]
+    lines += ["", *standing(cells), *scifact_cls_against_mean(cells), *dev_from_the_backbone(cells)]
+    lines += variant_legend(cells, regime)
     lines += [*against_untouched(cells, reference), *budget_check(cells, reference, others)]
     lines += [*below_step_zero(cells), *verdicts(cells)]
     lines += [*variant_verdicts(cells), ""]

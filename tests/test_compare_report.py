@@ -306,3 +306,55 @@ def test_the_rerun_section_compares_the_reruns_with_each_other_and_the_committed
     section = report_text(tmp_path).split("## What a re-run reproduces")[1]
     assert "**not equal**: sts12, avg_all differ; 7-task average by up to 0.1000" in section
     assert "reproduced its cell **not exactly** on all-MiniLM-L6-v2" in section
+
+
+def committed_grid_copy(tmp_path: Path, grid: str) -> Path:
+    """A copy of one committed grid folder, for changing a cell without touching the committed ones."""
+    import shutil
+
+    return Path(shutil.copytree(REPO / "benchmarks/results/compare" / grid, tmp_path / "grid"))
+
+
+def shift_cell(path: Path, section: str, key: str, by: float) -> None:
+    cell = json.loads(path.read_text(encoding="utf-8"))
+    cell[section][key] += by
+    path.write_text(json.dumps(cell), encoding="utf-8")
+
+
+def test_scifact_lead_of_cls_and_lwap_over_mean_based_poolers_is_read_off_the_cells(tmp_path: Path) -> None:
+    from lwap.compare.cells import load_cells
+    from lwap.compare.summaries import scifact_cls_against_mean
+
+    folder = committed_grid_copy(tmp_path, "backbones/minilm-l6-mlm/sup")
+    line = scifact_cls_against_mean(load_cells(folder))[0]
+    assert "`cls` and `lwap` lead every mean-based pooler (`mean`, `first_last_avg`, `last2_avg`)" in line
+    assert "by at least 9.00 nDCG@10 points; the smallest margin is `lwap` − `mean` = +9.00" in line
+    assert "(42.69 against 33.69)" in line
+    shift_cell(folder / "mean-seed0.json", "scores", "scifact_ndcg@10", 3.0)  # `mean`'s average +1.00
+    assert "by at least 8.00 nDCG@10 points" in scifact_cls_against_mean(load_cells(folder))[0]
+    shift_cell(folder / "mean-seed0.json", "scores", "scifact_ndcg@10", 30.0)
+    line = scifact_cls_against_mean(load_cells(folder))[0]
+    assert "`cls` and `lwap` do not both lead every mean-based pooler" in line
+    assert "the smallest margin is `lwap` − `mean` = -2.00" in line
+    for seed in (0, 1, 2):
+        (folder / f"last2_avg-seed{seed}.json").unlink()
+    assert scifact_cls_against_mean(load_cells(folder)) == []  # a mean-based pooler missing: no sentence
+
+
+def test_dev_moves_of_the_rows_starting_where_mean_starts_are_read_off_the_cells(tmp_path: Path) -> None:
+    from lwap.compare.cells import load_cells
+    from lwap.compare.summaries import dev_from_the_backbone
+
+    folder = committed_grid_copy(tmp_path, "sup")
+    line = dev_from_the_backbone(load_cells(folder))[0]
+    assert ": `mean` 86.73 → 86.74 (+0.01), `lwap-native` 86.73 → 86.71 (-0.01), `lwap-all` 86.73" in line
+    assert "→ 86.69 (-0.04); the largest move is `lwap-all`'s, -0.04 points." in line
+    # a row whose step-0 model is not `mean`'s drops out; a larger move is the one named
+    shift_cell(folder / "lwap-native-seed0.json", "train", "dev_spearman_before", -0.1)
+    shift_cell(folder / "mean-seed0.json", "train", "best_dev_spearman", 0.03)  # `mean`'s average +1.00
+    line = dev_from_the_backbone(load_cells(folder))[0]
+    assert "`lwap-native`" not in line
+    assert "`mean` 86.73 → 87.74 (+1.01)" in line
+    assert "the largest move is `mean`'s, +1.01 points." in line
+    shift_cell(folder / "lwap-all-seed0.json", "train", "dev_spearman_before", -0.1)
+    assert dev_from_the_backbone(load_cells(folder)) == []  # `mean` alone: its table row says it
