@@ -75,8 +75,8 @@ def run_logged(command: list[str], log: Path) -> None:
         sys.exit(f"command failed (exit {result.returncode}); see {log}: {' '.join(command)}")
 
 
-def evaluate(model: str, out: Path, log: Path, cell: dict[str, Any]) -> dict[str, Any]:
-    """`lwap eval` on the STS tasks at the committed cell's precision and length."""
+def evaluate(model: str, out: Path, log: Path, cell: dict[str, Any], tasks: str = "sts") -> dict[str, Any]:
+    """`lwap eval` on `tasks` at the committed cell's precision and length."""
     command = [
         sys.executable,
         "-m",
@@ -84,7 +84,7 @@ def evaluate(model: str, out: Path, log: Path, cell: dict[str, Any]) -> dict[str
         "eval",
         model,
         "--tasks",
-        "sts",
+        tasks,
         "--output",
         str(out),
         "--no-progress",
@@ -95,17 +95,18 @@ def evaluate(model: str, out: Path, log: Path, cell: dict[str, Any]) -> dict[str
 
 
 def sts_scores(results: dict[str, Any]) -> dict[str, float]:
-    row = {task: results["sts"][task]["score"] for task in STS_COLUMNS}
-    row["avg_all"] = sum(row[t] for t in STS_COLUMNS) / len(STS_COLUMNS)
+    row = {task: entry["score"] for task, entry in results["sts"].items()}
+    if all(task in row for task in STS_COLUMNS):
+        row["avg_all"] = sum(row[t] for t in STS_COLUMNS) / len(STS_COLUMNS)
     return row
 
 
-def settings(results: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
+def settings(results: dict[str, Any], cell: dict[str, Any], tasks: str) -> dict[str, Any]:
     return {
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "eval_precision": cell["eval_precision"],
         "eval_max_seq_length": cell["eval_max_seq_length"],
-        "eval_tasks": "sts (SciFact left out: the geometry needs STS-B test only)",
+        "eval_tasks": tasks,
         "versions": results["versions"],
     }
 
@@ -146,7 +147,7 @@ def run_cell(backbone: str, pooler: str, work: Path) -> None:
         "overrides": committed["overrides"],
         "retrains": str(source.relative_to(REPO)),
         "commit": commit(),
-        "settings": settings(results, committed),
+        "settings": settings(results, committed, "sts (SciFact left out: the geometry needs STS-B test)"),
         "train_wall_seconds": round(train_seconds, 1),
         "eval_wall_seconds": round(time.perf_counter() - tick, 1),
         "train": {
@@ -218,6 +219,8 @@ def untouched_model(backbone: str, work: Path, pooling: str) -> str:
 
 
 def run_untouched(backbone: str, work: Path) -> None:
+    """Untouched rows: STS-B test only. The model is the committed row's own (no training, no seed), so its
+    other scores are the committed ones; its STS-B score checks that (`committed_stsb`)."""
     for pooling in untouched_poolings(backbone):
         target = geometry_dir(backbone).parent / f"untouched-{pooling}.json"
         if target.exists():
@@ -225,18 +228,18 @@ def run_untouched(backbone: str, work: Path) -> None:
         committed = json.loads(untouched_source(backbone, pooling).read_text(encoding="utf-8"))
         tick = time.perf_counter()
         model = untouched_model(backbone, work, pooling)
-        results = evaluate(
-            model, work / f"untouched-{pooling}" / "eval", work / f"untouched-{pooling}.log", committed
-        )
+        log = work / f"untouched-{pooling}.log"
+        results = evaluate(model, work / f"untouched-{pooling}" / "eval", log, committed, tasks="stsb")
         cell = {
             "model": f"{backbone} ({pooling} pooling, no training)",
             "backbone": backbone,
             "pooling": pooling,
             "retrains": str(untouched_source(backbone, pooling).relative_to(REPO)),
             "commit": commit(),
-            "settings": settings(results, committed),
+            "settings": settings(results, committed, "stsb (the other scores: the committed row's)"),
             "eval_wall_seconds": round(time.perf_counter() - tick, 1),
             "scores": sts_scores(results),
+            "committed_stsb": committed["scores"]["stsb"],
             "geometry": results["geometry"],
         }
         write_cell(target, cell)
