@@ -103,3 +103,38 @@ def test_evaluate_model_geometry_equals_direct_computation(tiny_bert, mirror, tm
     for measure in ("alignment", "uniformity", "anisotropy"):
         assert bf16[measure] == pytest.approx(geometry[measure], abs=0.02), measure
     assert evaluate_model(model, ["sickr"])["geometry"] is None  # no STS-B test, no geometry
+
+
+def test_training_evaluator_geometry_equals_direct_computation(tiny_bert, mirror, monkeypatch) -> None:
+    """The STS-B dev evaluator training uses returns the split's geometry from the embeddings it scored."""
+    from lwap.eval.evaluators import stsb_evaluator
+
+    monkeypatch.setenv("LWAP_DATA_DIR", str(mirror))
+    model = build_model(str(tiny_bert), "lwap").eval()
+    evaluator = stsb_evaluator("dev", batch_size=8)
+    metrics = evaluator(model)
+    expected = direct_geometry(model, next(iter(load_sts_task("stsb", split="dev").subsets.values())))
+    for measure in ("alignment", "uniformity", "anisotropy"):
+        assert metrics[f"stsb-dev_{measure}"] == pytest.approx(expected[measure], rel=1e-5, abs=1e-7)
+    assert evaluator.primary_metric == "stsb-dev_spearman_cosine"  # model selection is unchanged
+
+
+def test_training_curves_draw_the_alignment_uniformity_trajectory(tmp_path) -> None:
+    from lwap.train.report import dev_geometry, plot_curves
+
+    history = [{"loss": 1.0 - 0.1 * s, "step": s} for s in range(1, 5)]
+    history += [
+        {
+            "step": s,
+            "eval_stsb-dev_spearman_cosine": 0.5 + s / 10,
+            "eval_stsb-dev_alignment": a,
+            "eval_stsb-dev_uniformity": u,
+        }
+        for s, a, u in [(0, 0.2, -1.5), (2, 0.25, -2.0), (4, 0.27, -2.3)]
+    ]
+    assert dev_geometry(history) == [(0, -1.5, 0.2), (2, -2.0, 0.25), (4, -2.3, 0.27)]
+    plot_curves(history, tmp_path / "with.png", "t", kept_step=2)
+    plot_curves(history[:4], tmp_path / "without.png", "t")  # no geometry logged: the single panel
+    from PIL import Image
+
+    assert Image.open(tmp_path / "with.png").width > Image.open(tmp_path / "without.png").width
