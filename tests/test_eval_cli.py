@@ -92,6 +92,8 @@ def test_library_call_with_mteb_agrees_with_own_path(lwap_folder, mirror, monkey
     assert via_mteb["layer_attention"]["mean_attention"] == pytest.approx(
         own["layer_attention"]["mean_attention"], abs=1e-4
     )
+    for measure in ("alignment", "uniformity", "anisotropy"):  # mteb keeps its embeddings: encoded again
+        assert via_mteb["geometry"][measure] == pytest.approx(own["geometry"][measure], abs=1e-5)
     assert "STS-B" in format_table(own) and "Avg." in format_table(own)
 
 
