@@ -47,7 +47,7 @@ def alignment(x: np.ndarray, y: np.ndarray, alpha: float = ALIGNMENT_ALPHA) -> f
     return float(np.mean(distance**alpha))
 
 
-def uniformity(vectors: np.ndarray, t: float = UNIFORMITY_T, block: int = 2048) -> float:
+def uniformity(vectors: np.ndarray, t: float = UNIFORMITY_T, block: int = 512) -> float:
     """log mean over i<j of exp(-t ||x_i - x_j||^2), after normalizing; by row blocks (memory O(block·n)).
 
     For unit vectors ||x_i - x_j||^2 = 2 - 2 x_i·x_j; the mean of exponentials is taken as a logsumexp.
