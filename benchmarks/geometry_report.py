@@ -40,10 +40,10 @@ def load_json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def committed_avg(backbone: str, pooler: str) -> tuple[float, float, int] | None:
-    """Mean, sample std and count of the committed grid's STS average over its seeds."""
+def committed_avg(backbone: str, pooler: str, key: str = "avg_all") -> tuple[float, float, int] | None:
+    """Mean, sample std and count of the committed grid's STS average (or `key`) over its seeds."""
     values = [
-        json.loads(p.read_text(encoding="utf-8"))["scores"]["avg_all"]
+        json.loads(p.read_text(encoding="utf-8"))["scores"][key]
         for p in sorted((committed_dir(backbone) / REGIME).glob(f"{pooler}-seed*.json"))
     ]
     if not values:
@@ -63,32 +63,41 @@ def collect(backbone: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[st
         cell = load_json(geometry_dir(backbone).parent / f"untouched-{pooling}.json")
         if cell is not None:
             committed = json.loads(untouched_source(backbone, pooling).read_text(encoding="utf-8"))
-            untouched[pooling] = {**cell, "committed_avg": committed["scores"]["avg_all"]}
+            untouched[pooling] = {
+                **cell,
+                "committed_avg": committed["scores"]["avg_all"],
+                "committed_stsb": committed["scores"]["stsb"],
+            }
     return trained, untouched
 
 
 def table(backbone: str, trained: dict[str, dict], untouched: dict[str, dict]) -> list[str]:
     lines = [
-        "| pooler | align. | uniform. | anisotropy | STS avg (this run) | STS avg (grid: mean ± sd, n) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| pooler | align. | uniform. | anisotropy | STS-B (this run / grid) | STS avg (this run) "
+        "| STS avg (grid: mean ± sd, n) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for pooler in TABLE_ORDER:
         cell = trained.get(pooler)
         grid = committed_avg(backbone, pooler)
         grid_text = f"{grid[0]:.2f} ± {grid[1]:.2f} ({grid[2]})" if grid else "—"
         if cell is None:
-            lines.append(f"| {pooler} | pending | | | | {grid_text} |")
+            lines.append(f"| {pooler} | pending | | | | | {grid_text} |")
             continue
         g = cell["geometry"]
+        stsb = committed_avg(backbone, pooler, "stsb")
+        own = cell["scores"].get("avg_all")
         lines.append(
             f"| {pooler} | {g['alignment']:.3f} | {g['uniformity']:.3f} | {g['anisotropy']:.3f} | "
-            f"{cell['scores']['avg_all']:.2f} | {grid_text} |"
+            f"{cell['scores']['stsb']:.2f} / {stsb[0] if stsb else float('nan'):.2f} | "
+            f"{'—' if own is None else f'{own:.2f}'} | {grid_text} |"
         )
     for pooling, cell in untouched.items():
         g = cell["geometry"]
         lines.append(
             f"| *{UNTOUCHED_LABEL[pooling]}* | {g['alignment']:.3f} | {g['uniformity']:.3f} | "
-            f"{g['anisotropy']:.3f} | — | {cell['committed_avg']:.2f} (no training) |"
+            f"{g['anisotropy']:.3f} | {cell['scores']['stsb']:.2f} / {cell['committed_stsb']:.2f} | — "
+            f"| {cell['committed_avg']:.2f} (no training) |"
         )
     return lines
 
@@ -123,7 +132,7 @@ def correlations(backbone: str, trained: dict[str, dict]) -> list[str]:
     if len(poolers) < 4:
         return [f"- Rank correlations need at least 4 finished poolers ({len(poolers)} so far)."]
     grid = [committed_avg(backbone, p)[0] for p in poolers]  # type: ignore[index]
-    own = [trained[p]["scores"]["avg_all"] for p in poolers]
+    own = [trained[p]["scores"].get("avg_all", float("nan")) for p in poolers]
     out = []
     for measure in ("uniformity", "alignment", "anisotropy"):
         values = [trained[p]["geometry"][measure] for p in poolers]
