@@ -73,16 +73,16 @@ def collect(backbone: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[st
 
 def table(backbone: str, trained: dict[str, dict], untouched: dict[str, dict]) -> list[str]:
     lines = [
-        "| pooler | align. | uniform. | anisotropy | STS-B (this run / grid) | STS avg (this run) "
-        "| STS avg (grid: mean ± sd, n) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| pooler | align. | uniform. | anisotropy | STS-B (this run / grid mean) | STS avg (this run) "
+        "| STS avg (grid: mean ± sd, n) | dev uniformity: step 0 → kept |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for pooler in TABLE_ORDER:
         cell = trained.get(pooler)
         grid = committed_avg(backbone, pooler)
         grid_text = f"{grid[0]:.2f} ± {grid[1]:.2f} ({grid[2]})" if grid else "—"
         if cell is None:
-            lines.append(f"| {pooler} | pending | | | | | {grid_text} |")
+            lines.append(f"| {pooler} | pending | | | | | {grid_text} | |")
             continue
         g = cell["geometry"]
         stsb = committed_avg(backbone, pooler, "stsb")
@@ -90,24 +90,47 @@ def table(backbone: str, trained: dict[str, dict], untouched: dict[str, dict]) -
         lines.append(
             f"| {pooler} | {g['alignment']:.3f} | {g['uniformity']:.3f} | {g['anisotropy']:.3f} | "
             f"{cell['scores']['stsb']:.2f} / {stsb[0] if stsb else float('nan'):.2f} | "
-            f"{'—' if own is None else f'{own:.2f}'} | {grid_text} |"
+            f"{'—' if own is None else f'{own:.2f}'} | {grid_text} | {dev_change(cell)} |"
         )
     for pooling, cell in untouched.items():
         g = cell["geometry"]
         lines.append(
             f"| *{UNTOUCHED_LABEL[pooling]}* | {g['alignment']:.3f} | {g['uniformity']:.3f} | "
             f"{g['anisotropy']:.3f} | {cell['scores']['stsb']:.2f} / {cell['committed_stsb']:.2f} | — "
-            f"| {cell['committed_avg']:.2f} (no training) |"
+            f"| {cell['committed_avg']:.2f} (no training) | |"
         )
     return lines
 
 
-def comparisons(trained: dict[str, dict]) -> list[str]:
-    """LWAP against cls and mean at the same budget: uniformity gained, alignment paid (single seed)."""
+def dev_change(cell: dict[str, Any]) -> str:
+    """STS-B dev uniformity before training and at the kept step (what training itself did to the space)."""
+    by_step = {entry["step"]: entry for entry in cell.get("dev_geometry", [])}
+    kept = cell["train"].get("best_step")
+    if 0 not in by_step or kept not in by_step:
+        return "—"
+    return f"{by_step[0]['uniformity']:.2f} → {by_step[kept]['uniformity']:.2f} (step {kept})"
+
+
+def comparisons(trained: dict[str, dict], untouched: dict[str, dict]) -> list[str]:
+    """LWAP against cls and mean at the same budget: uniformity gained, alignment paid (single seed);
+    and against where it started: the untouched backbone, and its own step-0 space on STS-B dev."""
     if "lwap" not in trained:
         return ["- LWAP's cell has not finished: no comparison yet."]
     lwap = trained["lwap"]["geometry"]
     out = []
+    for pooling, cell in untouched.items():
+        g = cell["geometry"]
+        direction = "more" if lwap["uniformity"] < g["uniformity"] else "less"
+        out.append(
+            f"- LWAP vs the {UNTOUCHED_LABEL[pooling]} backbone: uniformity {lwap['uniformity']:.3f} vs "
+            f"{g['uniformity']:.3f} ({direction} uniform), anisotropy {lwap['anisotropy']:.3f} vs "
+            f"{g['anisotropy']:.3f}, alignment {lwap['alignment']:.3f} vs {g['alignment']:.3f}."
+        )
+    change = dev_change(trained["lwap"])
+    if change != "—":
+        out.append(
+            f"- LWAP's own space on STS-B dev, before training → kept checkpoint: uniformity {change}."
+        )
     for other in ("cls", "mean"):
         if other not in trained:
             out.append(f"- `{other}`: cell not finished.")
@@ -234,7 +257,7 @@ def write_report(path: Path) -> None:
             "",
         ]
         sections += ["**Does LWAP end more uniform than `cls` and `mean` at the same budget?**", ""]
-        sections += [*comparisons(trained), ""]
+        sections += [*comparisons(trained, untouched), ""]
         sections += ["**Is uniformity what separates the poolers that score well?**", ""]
         sections += [*correlations(backbone, trained), ""]
     if example is None:
