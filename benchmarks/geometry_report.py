@@ -207,6 +207,7 @@ def plot(panels: list[tuple[str, dict[str, dict], dict[str, dict]]], path: Path)
         axis.set_xlabel("uniformity (STS-B test; lower = more uniform)")
         axis.set_ylabel("alignment (STS-B test pairs, gold ≥ 4; lower = better)")
         axis.grid(alpha=0.3)
+        axis.margins(0.15)
     figure.suptitle("Alignment vs uniformity per pooler (× = untouched backbone, no training)")
     figure.tight_layout()
     try:
