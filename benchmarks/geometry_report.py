@@ -225,7 +225,8 @@ The LWAP paper claims that contrastive training with LWAP "regularizes the aniso
 pre-trained embeddings", making it "more uniform". These are SimCSE's measures (Wang & Isola, 2020),
 computed by `lwap eval` on STS-B test (`lwap.eval.geometry`): embeddings normalized; **alignment** =
 mean squared distance between the sentences of the {pairs} pairs with gold score ≥ 4; **uniformity** =
-log of the mean of exp(−2·squared distance) over all pairs of the {sentences:,} distinct sentences;
+log of the mean of exp(−2·squared distance) over all {sentence_pairs:,} pairs of the {sentences:,} distinct
+sentences;
 **anisotropy** = the mean cosine over those same pairs (Ethayarajh, 2019; exact, not sampled). Lower is
 better for all three; uniformity is negative. Training logs the same three on STS-B *dev* at every dev
 evaluation (the test set never drives training) and draws their trajectory in `training_curves.png`.
@@ -269,6 +270,7 @@ def write_report(path: Path) -> None:
         command=COMMAND,
         pairs=geometry["positive_pairs"],
         sentences=geometry["sentences"],
+        sentence_pairs=geometry["sentences"] * (geometry["sentences"] - 1) // 2,
         seed=SEED,
         regime=REGIME,
     )

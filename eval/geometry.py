@@ -100,6 +100,7 @@ def sts_geometry(
         "anisotropy": anisotropy(everything),
         "positive_pairs": len(positives),
         "sentences": len(distinct),
+        "sentence_pairs": len(distinct) * (len(distinct) - 1) // 2,  # what uniformity and anisotropy average
     }
 
 

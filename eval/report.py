@@ -105,7 +105,8 @@ def format_markdown(results: dict[str, Any]) -> str:
         geometry = results["geometry"]
         out += [
             f"Geometry (Align., Unif., Aniso.; lower is better for each): {geometry['protocol']['data']}, "
-            f"{geometry['sentences']:,} distinct sentences, {geometry['positive_pairs']:,} positive pairs "
+            f"{geometry['sentences']:,} distinct sentences ({geometry['sentence_pairs']:,} pairs), "
+            f"{geometry['positive_pairs']:,} positive pairs "
             f"(gold >= 4). {geometry['protocol']['alignment']}; {geometry['protocol']['uniformity']}; "
             f"{geometry['protocol']['anisotropy']}.",
             "",

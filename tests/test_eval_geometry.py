@@ -52,6 +52,7 @@ def test_sts_geometry_picks_positives_and_distinct_sentences() -> None:
     vectors = {"a": np.array([1.0, 0.0]), "b": np.array([0.0, 1.0]), "c": np.array([1.0, 1.0])}
     result = sts_geometry(["a", "a", "b"], ["a", "b", "c"], [5.0, 1.0, 4.0], vectors)
     assert result["positive_pairs"] == 2 and result["sentences"] == 3  # a-a, b-c; a counted once
+    assert result["sentence_pairs"] == 3
     assert result["alignment"] == pytest.approx((0.0 + (2 - 2 * np.sqrt(0.5))) / 2)
     with pytest.raises(ValueError, match="gold score >= 4"):
         sts_geometry(["a"], ["b"], [3.9], vectors)
