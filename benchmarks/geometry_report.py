@@ -235,9 +235,11 @@ The grid cells on main predate these measures and keep no models, so seed {seed}
 {regime}ervised grid was retrained with exactly its committed config and overrides
 (`benchmarks/geometry_cells.py run`), and evaluated on the 7 STS tasks in bf16 at length 256 as the grid
 was; the cells are in `benchmarks/results/compare/geometry/`. "STS avg (this run)" is the retrained
-cell's own average; "grid" is the committed cells' mean over their seeds. One seed per pooler: a
-difference in geometry smaller than the seed-to-seed spread of the grid's scores suggests is not a
-finding.
+cell's own average; "grid" is the committed cells' mean over their seeds. One seed per pooler: the
+geometry's seed-to-seed spread is not measured, so a small difference between two poolers is not a
+finding (the grid's ± sd gives the scale of seed noise in the scores). The paper says "pairs with a
+score higher than 4" and released no code for this; `lwap eval` takes gold ≥ 4.0 (the issue's reading),
+a choice recorded in every results.json.
 """
 
 
