@@ -152,11 +152,16 @@ def correlations(backbone: str, trained: dict[str, dict]) -> list[str]:
     """Rank correlation across the trained poolers between each measure and the STS average (the grid's
     3-seed mean, less noisy than the single retrained seed; the retrained seed's own avg in brackets)."""
     poolers = [p for p in TABLE_ORDER if p in trained and committed_avg(backbone, p)]
+    by_score = sorted(poolers, key=lambda p: -committed_avg(backbone, p)[0])  # type: ignore[index]
+    orders = [f"- Order by STS avg (grid mean), best first: {' > '.join(f'`{p}`' for p in by_score)}."]
+    for measure in ("uniformity", "alignment", "anisotropy"):
+        ranked = sorted(poolers, key=lambda p: trained[p]["geometry"][measure])
+        orders.append(f"- Order by {measure}, lowest first: {' < '.join(f'`{p}`' for p in ranked)}.")
     if len(poolers) < 4:
-        return [f"- Rank correlations need at least 4 finished poolers ({len(poolers)} so far)."]
+        return [*orders, f"- Rank correlations wait for at least 4 finished poolers ({len(poolers)} so far)."]
     grid = [committed_avg(backbone, p)[0] for p in poolers]  # type: ignore[index]
     own = [trained[p]["scores"].get("avg_all", float("nan")) for p in poolers]
-    out = []
+    out = list(orders)
     for measure in ("uniformity", "alignment", "anisotropy"):
         values = [trained[p]["geometry"][measure] for p in poolers]
         rho, pvalue = spearmanr(values, grid)
