@@ -12,9 +12,9 @@ from lwap.errors import ConfigError
 
 
 def scores(results: dict[str, Any]) -> dict[str, float]:
-    """The figures of one evaluation: each STS task (all and wmean), averages, SciFact. Each group of
-    figures is read where `lwap eval` measured it (a run on the STS tasks alone has no SciFact); a new
-    measure is one more block here."""
+    """The figures of one evaluation: each STS task (all and wmean), averages, SciFact, the STS-B test
+    geometry (alignment, uniformity, anisotropy). Each group is read where `lwap eval` measured it (a run
+    on the STS tasks alone has no SciFact); a new measure is one more block here."""
     row: dict[str, float] = {}
     sts = results.get("sts", {})
     for task in STS_COLUMNS:
@@ -28,6 +28,8 @@ def scores(results: dict[str, Any]) -> dict[str, float]:
     if search:
         row.update({"scifact_ndcg@10": search["ndcg@10"], "scifact_mrr@10": search["mrr@10"]})
         row["scifact_recall@100"] = search["recall@100"]
+    geometry = results.get("geometry") or {}  # STS-B test alignment / uniformity / anisotropy (issue 25)
+    row.update({m: geometry[m] for m in ("alignment", "uniformity", "anisotropy") if m in geometry})
     return row
 
 

@@ -32,6 +32,7 @@ SEARCH_TASKS = {"scifact": load_scifact}  # name -> its reader (data mirror, els
 DEFAULT_TASKS = (*STS_TASKS, "scifact")
 TASK_GROUPS = {"sts": STS_TASKS, "search": tuple(SEARCH_TASKS), "all": DEFAULT_TASKS}
 PROFILE_TASK = "stsb"  # the layer-attention profile is taken over the STS-B test sentences
+GEOMETRY_TASK = "stsb"  # alignment, uniformity and anisotropy: over STS-B test, as SimCSE
 
 
 def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path | None]]]:
@@ -163,6 +164,7 @@ def evaluate_model(
     timing: dict[str, float] = {"reading_data": time.perf_counter() - started}
     sts_results: dict[str, dict] = {}
     search_results: dict[str, dict] = {}
+    vectors: dict[str, Any] = {}
     tick = time.perf_counter()
     if use_mteb:
         from lwap.eval.mteb_tasks import evaluate_with_mteb
@@ -197,6 +199,7 @@ def evaluate_model(
                 seed=seed,
                 show_progress_bar=show_progress_bar,
                 while_encoding_first=recorder.attached if recorder else None,
+                vectors_out=vectors,
             )
             timing["sts"] = time.perf_counter() - tick
         for data in search_sets:
@@ -210,6 +213,12 @@ def evaluate_model(
         say("note: --bootstrap applies to lwap's own scorer only; ignored with mteb")
 
     sts_results = {name: sts_results[name] for name in sts_names}  # table order
+    geometry_tasks = [t for t in sts_tasks if t.name == GEOMETRY_TASK]
+    geometry = (
+        _geometry(model, geometry_tasks[0], vectors, batch_size=batch_size, precision=precision)
+        if geometry_tasks
+        else None
+    )
     timing["total"] = time.perf_counter() - started
     results: dict[str, Any] = {
         "model": {
@@ -226,6 +235,7 @@ def evaluate_model(
         if sts_results
         else None,
         "search": search_results,
+        "geometry": geometry,
         "layer_attention": recorder.profile() if recorder is not None else None,
         "timing_seconds": timing,
     }
@@ -234,6 +244,25 @@ def evaluate_model(
 
         results["files"] = [str(p) for p in write_outputs(results, Path(output_dir))]
     return results
+
+
+def _geometry(
+    model: SentenceTransformer, task: Any, vectors: dict[str, Any], *, batch_size: int, precision: str
+) -> dict[str, Any]:
+    """Alignment, uniformity and anisotropy over STS-B test (`lwap.eval.geometry`), from the embeddings
+    the STS scores used (encoded here only on the mteb path, which keeps its own)."""
+    from lwap.eval.geometry import protocol, sts_geometry
+    from lwap.eval.sts_scoring import embed_unique
+
+    first = [p.sentences1 for p in task.subsets.values()]
+    second = [p.sentences2 for p in task.subsets.values()]
+    sentences1 = [s for side in first for s in side]
+    sentences2 = [s for side in second for s in side]
+    gold = [g for p in task.subsets.values() for g in p.scores]
+    missing = [s for s in dict.fromkeys([*sentences1, *sentences2]) if s not in vectors]
+    if missing:
+        vectors = {**vectors, **embed_unique(model, missing, batch_size=batch_size, precision=precision)}
+    return {**sts_geometry(sentences1, sentences2, gold, vectors), "protocol": protocol("test")}
 
 
 def _protocol(

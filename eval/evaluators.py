@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
 from lwap.eval.sts_data import load_stsb
@@ -31,16 +33,50 @@ class InferenceLengthSimilarityEvaluator(EmbeddingSimilarityEvaluator):
             model.max_seq_length = training_length
 
 
+class GeometrySimilarityEvaluator(InferenceLengthSimilarityEvaluator):
+    """Also returns alignment, uniformity and anisotropy (`lwap.eval.geometry`) of the same embeddings.
+
+    So training logs SimCSE's Figure-2 measures at every dev evaluation (metrics.csv, TensorBoard) at no
+    extra encoding: the embeddings the Spearman score was computed from are kept as `embed_inputs` returns
+    them. The measures are logged only; model selection stays on the Spearman score.
+    """
+
+    def __init__(self, *args: Any, gold: Sequence[float], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gold = list(gold)  # on the 0-5 scale (the parent holds them scaled to 0-1)
+        self._embedded: list[np.ndarray] = []
+
+    def embed_inputs(self, model: Any, sentences: Any, **kwargs: Any) -> np.ndarray:
+        embeddings = super().embed_inputs(model, sentences, **kwargs)
+        self._embedded.append(embeddings)
+        return embeddings
+
+    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
+        from lwap.eval.geometry import MEASURES, sts_geometry
+
+        self._embedded = []
+        metrics = super().__call__(model, *args, **kwargs)
+        if len(self._embedded) == 2 and not self.precision:  # sentences1, then sentences2, as floats
+            vectors = dict(zip(self.sentences1, self._embedded[0], strict=True))
+            vectors.update(zip(self.sentences2, self._embedded[1], strict=True))
+            geometry = sts_geometry(self.sentences1, self.sentences2, self.gold, vectors)
+            metrics.update(self.prefix_name_to_metrics({m: geometry[m] for m in MEASURES}, self.name))
+        self._embedded = []
+        return metrics
+
+
 def stsb_evaluator(
     split: str = "dev", variant: str = "senteval", batch_size: int = 128, max_seq_length: int | None = None
 ) -> EmbeddingSimilarityEvaluator:
-    """Cosine-similarity Spearman on STS-B `split` (dev for model selection, as SimCSE).
+    """Cosine-similarity Spearman on STS-B `split` (dev for model selection, as SimCSE), with the
+    split's alignment, uniformity and anisotropy as extra metrics. Training passes `dev`: the test set
+    never drives training, and `lwap eval` reports the test-set geometry.
 
     `max_seq_length`: encode at this length whatever the model's current setting (training passes the
     backbone's inference length); None = the model's own.
     """
     pairs = load_stsb(split, variant)
-    return InferenceLengthSimilarityEvaluator(
+    return GeometrySimilarityEvaluator(
         pairs.sentences1,
         pairs.sentences2,
         [score / 5.0 for score in pairs.scores],
@@ -49,4 +85,5 @@ def stsb_evaluator(
         batch_size=batch_size,
         name=f"stsb-{split}",
         max_seq_length=max_seq_length,
+        gold=pairs.scores,
     )

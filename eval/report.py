@@ -13,6 +13,7 @@ RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 LAYER_PNG = "layer_attention.png"
 SEARCH_COLUMNS = (("ndcg@10", "nDCG@10"), ("mrr@10", "MRR@10"), ("recall@100", "R@100"))
+GEOMETRY_COLUMNS = (("alignment", "Align."), ("uniformity", "Unif."), ("anisotropy", "Aniso."))
 
 
 def table_columns(results: dict[str, Any]) -> list[tuple[str, float, list[float] | None]]:
@@ -25,7 +26,15 @@ def table_columns(results: dict[str, Any]) -> list[tuple[str, float, list[float]
         columns.append(("Avg.", results["sts_average"], None))
     for name, entry in results["search"].items():
         columns += [(f"{name} {label}", entry[key], None) for key, label in SEARCH_COLUMNS]
+    geometry = results.get("geometry")
+    if geometry:
+        columns += [(label, geometry[key], None) for key, label in GEOMETRY_COLUMNS]
     return columns
+
+
+def _value(header: str, value: float) -> str:
+    """Scores x100 to 2 decimals; the geometry measures (of order 0.1-3, unscaled) to 3."""
+    return f"{value:.3f}" if header in dict(GEOMETRY_COLUMNS).values() else f"{value:.2f}"
 
 
 def _model_label(results: dict[str, Any]) -> str:
@@ -61,7 +70,7 @@ def format_table(results: dict[str, Any]) -> str:
     row = "  ".join(
         [
             label.ljust(model_width),
-            *(f"{v:.2f}".rjust(w) for (_, v, _), w in zip(columns, widths, strict=True)),
+            *(_value(h, v).rjust(w) for (h, v, _), w in zip(columns, widths, strict=True)),
         ]
     )
     lines = [header, row]
@@ -81,7 +90,7 @@ def format_markdown(results: dict[str, Any]) -> str:
     out = [f"# lwap eval: {results['model']['name']}", ""]
     out.append("| model | " + " | ".join(h for h, _, _ in columns) + " |")
     out.append("| --- | " + " | ".join("---:" for _ in columns) + " |")
-    out.append(f"| {_model_label(results)} | " + " | ".join(f"{v:.2f}" for _, v, _ in columns) + " |")
+    out.append(f"| {_model_label(results)} | " + " | ".join(_value(h, v) for h, v, _ in columns) + " |")
     if any(ci for _, _, ci in columns):
         cells = [f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "" for _, _, ci in columns]
         out.append("| 95% CI | " + " | ".join(cells) + " |")
@@ -92,6 +101,16 @@ def format_markdown(results: dict[str, Any]) -> str:
         + ".",
         "",
     ]
+    if results.get("geometry"):
+        geometry = results["geometry"]
+        out += [
+            f"Geometry (Align., Unif., Aniso.; lower is better for each): {geometry['protocol']['data']}, "
+            f"{geometry['sentences']:,} distinct sentences ({geometry['sentence_pairs']:,} pairs), "
+            f"{geometry['positive_pairs']:,} positive pairs "
+            f"(gold >= 4). {geometry['protocol']['alignment']}; {geometry['protocol']['uniformity']}; "
+            f"{geometry['protocol']['anisotropy']}.",
+            "",
+        ]
     semeval = {n: e for n, e in results["sts"].items() if "subsets" in e and len(e["subsets"]) > 1}
     if semeval:
         out += [

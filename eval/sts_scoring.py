@@ -134,11 +134,13 @@ def score_sts_tasks(
     seed: int = 0,
     show_progress_bar: bool = False,
     while_encoding_first: Callable[[], AbstractContextManager[object]] | None = None,
+    vectors_out: dict[str, np.ndarray] | None = None,
 ) -> dict[str, dict]:
     """Score every task, encoding each distinct sentence of the whole suite once.
 
     The first task's sentences are encoded in a call of their own, inside `while_encoding_first()` if
     given (the layer-attention recorder uses this to see exactly the STS-B test sentences).
+    `vectors_out`, if given, receives every sentence's embedding (the geometry measures reuse them).
     """
     if aggregation not in AGGREGATIONS:
         raise ConfigError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
@@ -148,6 +150,8 @@ def score_sts_tasks(
     with while_encoding_first() if while_encoding_first else nullcontext():
         vectors = embed_unique(model, _sentences(tasks[:1]), **options)
     vectors.update(embed_unique(model, [s for s in _sentences(tasks[1:]) if s not in vectors], **options))
+    if vectors_out is not None:
+        vectors_out.update(vectors)
     results = {}
     for task in tasks:
         scored = {name: cosine_scores(pairs, vectors) for name, pairs in task.subsets.items()}

@@ -101,6 +101,7 @@ def test_a_tiny_grid_runs_end_to_end_and_resumes_after_a_killed_cell(tiny_bert: 
 
     assert recorded["settings"]["torch"] == torch.__version__ and recorded["settings"]["device"] == "cpu"
     assert set(recorded["scores"]) >= {"avg_all", "avg_wmean", "scifact_ndcg@10"}
+    assert recorded["scores"]["uniformity"] < 0 <= recorded["scores"]["alignment"]  # geometry from the start
 
     again = subprocess.run(run, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "[run ]" not in again.stdout

@@ -44,8 +44,9 @@ def test_lwap_eval_writes_table_json_markdown_and_png(
     printed = capsys.readouterr().out.splitlines()
     header = printed[0].split()
     assert header[:9] == ["model", "STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R", "Avg."]
-    assert header[9:] == ["scifact", "nDCG@10", "scifact", "MRR@10", "scifact", "R@100"]
-    assert printed[1].split()[0] == "tiny-lwap" and len(printed[1].split()) == 1 + 8 + 3
+    assert header[9:15] == ["scifact", "nDCG@10", "scifact", "MRR@10", "scifact", "R@100"]
+    assert header[15:] == ["Align.", "Unif.", "Aniso."]  # STS-B test geometry (test_eval_geometry)
+    assert printed[1].split()[0] == "tiny-lwap" and len(printed[1].split()) == 1 + 8 + 3 + 3
     assert printed[2].startswith("95% CI")
 
     results = json.loads((out / "results.json").read_text())
@@ -91,6 +92,8 @@ def test_library_call_with_mteb_agrees_with_own_path(lwap_folder, mirror, monkey
     assert via_mteb["layer_attention"]["mean_attention"] == pytest.approx(
         own["layer_attention"]["mean_attention"], abs=1e-4
     )
+    for measure in ("alignment", "uniformity", "anisotropy"):  # mteb keeps its embeddings: encoded again
+        assert via_mteb["geometry"][measure] == pytest.approx(own["geometry"][measure], abs=1e-5)
     assert "STS-B" in format_table(own) and "Avg." in format_table(own)
 
 

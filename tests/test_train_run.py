@@ -59,6 +59,26 @@ def fixed_batch_loss(model, seed: int = 0) -> float:
         return SimCSELoss(model).forward([features], torch.zeros(len(SENTENCES) * 2)).item()
 
 
+def assert_geometry_logged(out: Path, steps: list[int]) -> None:
+    """Alignment, uniformity and anisotropy of STS-B dev at every dev evaluation, in metrics.csv and
+    TensorBoard; the curves figure draws their trajectory (its second panel)."""
+    import csv
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    with (out / "metrics.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    for measure in ("alignment", "uniformity", "anisotropy"):
+        name = f"eval_stsb-dev_{measure}"
+        logged = {int(r["step"]): float(r["value"]) for r in rows if r["metric"] == name}
+        assert sorted(logged) == steps, measure
+        assert all(np.isfinite(v) for v in logged.values())
+    assert all(float(r["value"]) < 0 for r in rows if r["metric"] == "eval_stsb-dev_uniformity")
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    assert {"eval/stsb-dev_alignment", "eval/stsb-dev_uniformity"} <= set(events.Tags()["scalars"])
+
+
 @pytest.mark.slow
 def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tiny_bert: Path) -> None:
     path = tiny_config(
@@ -88,6 +108,7 @@ def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tin
     assert json.loads((out / "train_summary.json").read_text())["config"]["training"]["max_steps"] == 20
     assert (out / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "loss" in (out / "metrics.csv").read_text() and list((out / "tensorboard").iterdir())
+    assert_geometry_logged(out, steps=[0, 10, 20])
     assert "SimCSELoss" in (out / "model" / "README.md").read_text()  # the model card
 
     trained = load_model(out / "model")

@@ -8,6 +8,8 @@ from typing import Any
 from lwap.files import save_figure_atomically
 
 DEV_METRIC = "eval_stsb-dev_spearman_cosine"
+DEV_ALIGNMENT = "eval_stsb-dev_alignment"
+DEV_UNIFORMITY = "eval_stsb-dev_uniformity"
 
 
 def dev_scores(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
@@ -23,8 +25,21 @@ def train_losses(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
     return [(int(e["step"]), float(e["loss"])) for e in log_history if "loss" in e and "step" in e]
 
 
-def plot_curves(log_history: list[dict[str, Any]], path: Path, title: str) -> None:
-    """Training loss (left axis) and STS-B dev Spearman (right axis) over optimizer steps."""
+def dev_geometry(log_history: list[dict[str, Any]]) -> list[tuple[int, float, float]]:
+    """(step, uniformity, alignment) of every STS-B dev evaluation that logged them, in step order."""
+    by_step: dict[int, tuple[float, float]] = {}
+    for entry in log_history:
+        if DEV_ALIGNMENT in entry and DEV_UNIFORMITY in entry:
+            by_step[int(entry["step"])] = (float(entry[DEV_UNIFORMITY]), float(entry[DEV_ALIGNMENT]))
+    return [(step, *values) for step, values in sorted(by_step.items())]
+
+
+def plot_curves(
+    log_history: list[dict[str, Any]], path: Path, title: str, kept_step: int | None = None
+) -> None:
+    """Training loss (left axis) and STS-B dev Spearman (right axis) over optimizer steps; beside them,
+    where the dev evaluations logged the geometry, the alignment-uniformity trajectory (SimCSE's Figure 2),
+    from the first evaluation to the last, with the kept checkpoint (`kept_step`) marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,7 +47,14 @@ def plot_curves(log_history: list[dict[str, Any]], path: Path, title: str) -> No
 
     losses = train_losses(log_history)
     scores = dev_scores(log_history)
-    figure, loss_axis = plt.subplots(figsize=(8, 4.5), dpi=100)
+    trajectory = dev_geometry(log_history)
+    if trajectory:
+        figure, (loss_axis, geometry_axis) = plt.subplots(
+            1, 2, figsize=(13, 4.5), dpi=100, gridspec_kw={"width_ratios": [1.6, 1]}
+        )
+        plot_trajectory(geometry_axis, trajectory, kept_step)
+    else:
+        figure, loss_axis = plt.subplots(figsize=(8, 4.5), dpi=100)
     if losses:
         loss_axis.plot(*zip(*losses, strict=True), color="tab:blue", label="training loss")
     loss_axis.set_xlabel("optimizer step")
@@ -47,3 +69,45 @@ def plot_curves(log_history: list[dict[str, Any]], path: Path, title: str) -> No
         save_figure_atomically(figure, path)
     finally:
         plt.close(figure)
+
+
+def plot_trajectory(axis: Any, trajectory: list[tuple[int, float, float]], kept_step: int | None) -> None:
+    """Alignment (y) against uniformity (x) per dev evaluation, arrows in training order; lower-left is
+    better on both axes (SimCSE, Fig. 2)."""
+    steps, uniform, align = zip(*trajectory, strict=True)
+    axis.plot(uniform, align, color="tab:gray", linewidth=1, zorder=1)
+    for k in range(len(trajectory) - 1):
+        axis.annotate(
+            "",
+            xy=(uniform[k + 1], align[k + 1]),
+            xytext=(uniform[k], align[k]),
+            arrowprops={"arrowstyle": "->", "color": "tab:gray"},
+        )
+    axis.scatter(uniform, align, color="tab:purple", s=18, zorder=2)
+    for step, x, y in trajectory:
+        axis.annotate(str(step), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    axis.scatter(
+        [uniform[0]],
+        [align[0]],
+        marker="s",
+        s=70,
+        facecolors="none",
+        edgecolors="black",
+        zorder=3,
+        label=f"start (step {steps[0]})",
+    )
+    if kept_step in steps:
+        k = steps.index(kept_step)
+        axis.scatter(
+            [uniform[k]],
+            [align[k]],
+            marker="*",
+            s=160,
+            color="tab:red",
+            zorder=3,
+            label=f"kept (step {kept_step})",
+        )
+    axis.set_xlabel("uniformity (STS-B dev; lower = more uniform)")
+    axis.set_ylabel("alignment (STS-B dev, gold >= 4; lower = better)")
+    axis.set_title("alignment vs uniformity over training")
+    axis.legend(fontsize=8, loc="best")

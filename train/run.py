@@ -130,6 +130,7 @@ def _train(
             trainer.state.log_history,
             out / outputs.CURVES_PNG,
             f"{config.model.pooling} · {config.objective.name} · {Path(config.model.backbone).name}",
+            kept_step=summary["final_model_step"],
         )
         _print_result(summary, out)
     if args.world_size > 1:

@@ -1,0 +1,276 @@
+"""Alignment, uniformity and anisotropy of the pooler grids already on main: retrained cells and a report.
+
+    python benchmarks/geometry_cells.py run --backbone sentence-transformers/all-MiniLM-L6-v2
+    python benchmarks/geometry_cells.py run --backbone ../shared/models/minilm-l6-mlm
+    python benchmarks/geometry_cells.py report     # docs/GEOMETRY.md and docs/alignment_uniformity.png
+
+The committed grid cells (benchmarks/results/compare/...) predate the geometry measures and keep only their
+scores, not their models. `run` retrains seed 0 of every pooler of the unsupervised grid with exactly the
+committed cell's config file and overrides (`lwap train CONFIG --set ...` as the grid ran it), evaluates the
+saved model on the 7 STS tasks with the grid's precision and length (SciFact is left out: the geometry needs
+only STS-B test), and writes one small JSON per cell to
+benchmarks/results/compare/geometry/<backbone>/unsup/<pooler>-seed0.json: config, overrides, commit,
+settings, the retrained cell's own STS scores and its geometry. The untouched rows (the backbone with no
+training, as the grid's reference rows) become untouched-<pooling>.json. Finished cell files are skipped,
+a stopped training resumes from its last checkpoint: rerunning the same command continues. Run one process
+per backbone (each with OMP_NUM_THREADS=1) to use two cores.
+
+This script shells out to `lwap train` / `lwap eval` and reads the committed cells rather than importing
+benchmarks/compare_poolers.py, so it keeps working while that script moves into a package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+COMPARE = REPO / "benchmarks" / "results" / "compare"
+GEOMETRY = COMPARE / "geometry"
+DEFAULT_BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
+BACKBONES = (DEFAULT_BACKBONE, "../shared/models/minilm-l6-mlm")
+REGIME = "unsup"
+SEED = 0
+POOLERS = ("lwap", "cls", "mean", "weighted", "first_last_avg", "last2_avg")  # the cheap-to-read ones first
+STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
+MEASURES = ("alignment", "uniformity", "anisotropy")
+
+
+def backbone_name(backbone: str) -> str:
+    return Path(backbone.rstrip("/")).name
+
+
+def committed_dir(backbone: str) -> Path:
+    """The grid's own folder for a backbone (as compare_poolers.results_dir)."""
+    return COMPARE if backbone == DEFAULT_BACKBONE else COMPARE / "backbones" / backbone_name(backbone)
+
+
+def geometry_dir(backbone: str) -> Path:
+    return GEOMETRY / backbone_name(backbone) / REGIME
+
+
+def commit() -> str:
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    return head + ("-dirty" if dirty else "")
+
+
+def run_logged(command: list[str], log: Path) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(f"$ {' '.join(command)}\n")
+        handle.flush()
+        result = subprocess.run(command, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        sys.exit(f"command failed (exit {result.returncode}); see {log}: {' '.join(command)}")
+
+
+def evaluate(model: str, out: Path, log: Path, cell: dict[str, Any], tasks: str = "sts") -> dict[str, Any]:
+    """`lwap eval` on `tasks` at the committed cell's precision and length."""
+    command = [
+        sys.executable,
+        "-m",
+        "lwap",
+        "eval",
+        model,
+        "--tasks",
+        tasks,
+        "--output",
+        str(out),
+        "--no-progress",
+    ]
+    command += ["--precision", cell["eval_precision"], "--max-seq-length", str(cell["eval_max_seq_length"])]
+    run_logged(command, log)
+    return json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+def sts_scores(results: dict[str, Any]) -> dict[str, float]:
+    row = {task: entry["score"] for task, entry in results["sts"].items()}
+    if all(task in row for task in STS_COLUMNS):
+        row["avg_all"] = sum(row[t] for t in STS_COLUMNS) / len(STS_COLUMNS)
+    return row
+
+
+def settings(results: dict[str, Any], cell: dict[str, Any], tasks: str) -> dict[str, Any]:
+    return {
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "eval_precision": cell["eval_precision"],
+        "eval_max_seq_length": cell["eval_max_seq_length"],
+        "eval_tasks": tasks,
+        "versions": results["versions"],
+    }
+
+
+def restart_flags(out: Path) -> list[str]:
+    from lwap.train.outputs import latest_complete_checkpoint
+
+    if latest_complete_checkpoint(out):
+        return ["--resume"]
+    return ["--overwrite"] if out.exists() else []
+
+
+def run_cell(backbone: str, pooler: str, work: Path) -> None:
+    source = committed_dir(backbone) / REGIME / f"{pooler}-seed{SEED}.json"
+    target = geometry_dir(backbone) / source.name
+    if target.exists():
+        print(f"[done] {backbone_name(backbone)} {pooler}", flush=True)
+        return
+    committed = json.loads(source.read_text(encoding="utf-8"))
+    out = work / f"{pooler}-seed{SEED}"
+    log = work / f"{pooler}-seed{SEED}.log"
+    overrides = [*committed["overrides"], f"output.dir={out}"]
+    print(f"[run ] {backbone_name(backbone)} {pooler} -> {out}", flush=True)
+    started = time.perf_counter()
+    if not (out / "model" / "modules.json").is_file():
+        command = [sys.executable, "-m", "lwap", "train", committed["config"]]
+        run_logged([*command, *(a for o in overrides for a in ("--set", o)), *restart_flags(out)], log)
+    train_seconds = time.perf_counter() - started
+    summary = json.loads((out / "train_summary.json").read_text(encoding="utf-8"))
+    tick = time.perf_counter()
+    results = evaluate(str(out / "model"), out / "eval", log, committed)
+    cell = {
+        "regime": REGIME,
+        "pooler": pooler,
+        "seed": SEED,
+        "backbone": backbone,
+        "config": committed["config"],
+        "overrides": committed["overrides"],
+        "retrains": str(source.relative_to(REPO)),
+        "commit": commit(),
+        "settings": settings(results, committed, "sts (SciFact left out: the geometry needs STS-B test)"),
+        "train_wall_seconds": round(train_seconds, 1),
+        "eval_wall_seconds": round(time.perf_counter() - tick, 1),
+        "train": {
+            k: summary.get(k) for k in ("steps", "dev_spearman_before", "best_dev_spearman", "best_step")
+        },
+        "scores": sts_scores(results),
+        "geometry": results["geometry"],
+        "dev_geometry": dev_trajectory(out),
+    }
+    write_cell(target, cell)
+    print(
+        f"[ok  ] {pooler}: avg {cell['scores']['avg_all']:.2f}, {geometry_line(cell['geometry'])}", flush=True
+    )
+
+
+def dev_trajectory(out: Path) -> list[dict[str, float]]:
+    """(step, dev Spearman, geometry) of every STS-B dev evaluation that logged the geometry."""
+    path = out / "metrics.csv"
+    if not path.is_file():
+        return []
+    import csv
+
+    steps: dict[int, dict[str, float]] = {}
+    prefix = "eval_stsb-dev_"
+    with path.open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            name = row["metric"]
+            if name.startswith(prefix) and name[len(prefix) :] in (*MEASURES, "spearman_cosine"):
+                steps.setdefault(int(row["step"]), {})[name[len(prefix) :]] = float(row["value"])
+    return [{"step": step, **values} for step, values in sorted(steps.items()) if "alignment" in values]
+
+
+def geometry_line(geometry: dict[str, Any]) -> str:
+    return ", ".join(f"{m} {geometry[m]:.3f}" for m in MEASURES)
+
+
+def write_cell(path: Path, cell: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def untouched_poolings(backbone: str) -> list[str]:
+    """The grid's untouched rows for this backbone (mean; also cls and first_last_avg for a plain encoder)."""
+    folder = committed_dir(backbone)
+    found = ["mean"] if (folder / "untouched-backbone.json").is_file() else []
+    return found + [p for p in ("cls", "first_last_avg") if (folder / f"untouched-{p}.json").is_file()]
+
+
+def untouched_source(backbone: str, pooling: str) -> Path:
+    name = "untouched-backbone.json" if pooling == "mean" else f"untouched-{pooling}.json"
+    return committed_dir(backbone) / name
+
+
+def untouched_model(backbone: str, work: Path, pooling: str) -> str:
+    """As the grid's reference rows: a sentence-transformers backbone itself for mean pooling, else the
+    backbone with `pooling` and no training, saved once."""
+    from lwap import build_model
+    from lwap.backbones import resolve_backbone
+
+    local = Path(backbone) if Path(backbone).exists() else Path(resolve_backbone(backbone))
+    if (local / "modules.json").is_file() and pooling == "mean":
+        return backbone
+    folder = work / f"untouched-{pooling}" / "model"
+    if not (folder / "modules.json").is_file():
+        build_model(backbone, pooling=pooling).save(str(folder))
+    return str(folder)
+
+
+def run_untouched(backbone: str, work: Path) -> None:
+    """Untouched rows: STS-B test only. The model is the committed row's own (no training, no seed), so its
+    other scores are the committed ones; its STS-B score checks that (`committed_stsb`)."""
+    for pooling in untouched_poolings(backbone):
+        target = geometry_dir(backbone).parent / f"untouched-{pooling}.json"
+        if target.exists():
+            continue
+        committed = json.loads(untouched_source(backbone, pooling).read_text(encoding="utf-8"))
+        tick = time.perf_counter()
+        model = untouched_model(backbone, work, pooling)
+        log = work / f"untouched-{pooling}.log"
+        results = evaluate(model, work / f"untouched-{pooling}" / "eval", log, committed, tasks="stsb")
+        cell = {
+            "model": f"{backbone} ({pooling} pooling, no training)",
+            "backbone": backbone,
+            "pooling": pooling,
+            "retrains": str(untouched_source(backbone, pooling).relative_to(REPO)),
+            "commit": commit(),
+            "settings": settings(results, committed, "stsb (the other scores: the committed row's)"),
+            "eval_wall_seconds": round(time.perf_counter() - tick, 1),
+            "scores": sts_scores(results),
+            "committed_stsb": committed["scores"]["stsb"],
+            "geometry": results["geometry"],
+        }
+        write_cell(target, cell)
+        print(f"[ok  ] untouched {pooling}: {geometry_line(cell['geometry'])}", flush=True)
+
+
+def command_run(args: argparse.Namespace) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    work = Path(args.work_dir).resolve() / backbone_name(args.backbone) / REGIME
+    run_untouched(args.backbone, work)
+    for pooler in args.poolers:
+        run_cell(args.backbone, pooler, work)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="retrain seed 0 of every pooler of one backbone's unsup grid")
+    run.add_argument("--backbone", default=DEFAULT_BACKBONE, choices=BACKBONES)
+    run.add_argument("--poolers", nargs="+", default=list(POOLERS), choices=POOLERS)
+    run.add_argument("--work-dir", default=str(REPO / "outputs" / "geometry"))
+    report = commands.add_parser("report", help="docs/GEOMETRY.md and docs/alignment_uniformity.png")
+    report.add_argument("--output", default=str(REPO / "docs" / "GEOMETRY.md"))
+    args = parser.parse_args()
+    if args.command == "run":
+        command_run(args)
+    else:
+        from geometry_report import write_report  # beside this script
+
+        write_report(Path(args.output))
+
+
+if __name__ == "__main__":
+    main()
