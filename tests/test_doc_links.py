@@ -100,3 +100,10 @@ def test_a_broken_link_is_reported(tmp_path: Path) -> None:
         "docs/B.md#no-such: no heading with that anchor in B.md",
         "docs/missing.png: no such file",
     ]
+
+
+def test_readme_stays_a_five_minute_read() -> None:
+    """README is what lwap is, install, the quick start and a few lines per command (issue 22): 200
+    lines at most; reference material belongs in docs/."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move reference material to docs/"
