@@ -166,6 +166,8 @@ NOT_PATHS: dict[str, str] = {
     "eval max_seq_length": "a number",
     "eval device": "a device name",
     "eval no_progress": "a flag",
+    "compare compare_command": "the subcommand (run/report/figure; their folder options are checked in "
+    "tests/test_compare_run.py::test_user_errors_exit_2_with_one_line_before_any_cell)",
     "card eval": "a flag",
     "card tasks": "task names, or a BEIR folder read as `eval --tasks PATH` reads it",
     "card batch_size": "a number",
