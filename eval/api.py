@@ -248,10 +248,11 @@ def evaluate_model(
 
 def _geometry(
     model: SentenceTransformer, task: Any, vectors: dict[str, Any], *, batch_size: int, precision: str
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """Alignment, uniformity and anisotropy over STS-B test (`lwap.eval.geometry`), from the embeddings
-    the STS scores used (encoded here only on the mteb path, which keeps its own)."""
-    from lwap.eval.geometry import protocol, sts_geometry
+    the STS scores used (encoded here only on the mteb path, which keeps its own). None for a set with
+    no positive pair (a cut-down mirror): alignment would be undefined, so no geometry is reported."""
+    from lwap.eval.geometry import POSITIVE_MIN_SCORE, protocol, sts_geometry
     from lwap.eval.sts_scoring import embed_unique
 
     first = [p.sentences1 for p in task.subsets.values()]
@@ -259,6 +260,8 @@ def _geometry(
     sentences1 = [s for side in first for s in side]
     sentences2 = [s for side in second for s in side]
     gold = [g for p in task.subsets.values() for g in p.scores]
+    if not any(g >= POSITIVE_MIN_SCORE for g in gold):
+        return None
     missing = [s for s in dict.fromkeys([*sentences1, *sentences2]) if s not in vectors]
     if missing:
         vectors = {**vectors, **embed_unique(model, missing, batch_size=batch_size, precision=precision)}

@@ -96,7 +96,9 @@ def _gathered_loss_worker(rank: int, port: int, queue) -> None:
             loss = SimCSELoss(model=None, hard_negative_weight=alpha, gather_across_devices=True)
             value = loss.compute_loss_from_embeddings(local, torch.zeros(4))
             value.backward()
-            queue.put((alpha, rank, value.item(), [t.grad.clone() for t in local]))
+            # numpy, not tensors: a tensor is sent as a shared-memory handle that dies with this process,
+            # which may exit before the parent reads the queue
+            queue.put((alpha, rank, value.item(), [t.grad.numpy().copy() for t in local]))
     finally:
         torch.distributed.destroy_process_group()
 
@@ -113,7 +115,8 @@ def test_negatives_gathered_across_two_processes() -> None:
     processes = [context.Process(target=_gathered_loss_worker, args=(r, port, queue)) for r in range(2)]
     for p in processes:
         p.start()
-    results = {(a, r): (value, grads) for a, r, value, grads in (queue.get(timeout=120) for _ in range(4))}
+    received = (queue.get(timeout=120) for _ in range(4))
+    results = {(a, r): (value, [torch.from_numpy(g) for g in grads]) for a, r, value, grads in received}
     for p in processes:
         p.join(timeout=60)
         assert p.exitcode == 0
