@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from eval_mirror import WORDS, make_mirror
 
 from lwap.cli import main
 from lwap.compare.grid import Grid
 from lwap.errors import ConfigError
-
-REPO = Path(__file__).resolve().parents[1]
 
 # A budget the tiny BERT trains in seconds: checkpoints every 2 steps (a kill always leaves one to resume
 # from), STS-B dev (the mirror's 24 pairs) at each (keep_best needs a checkpoint per evaluation).

@@ -25,6 +25,7 @@ import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from lwap.errors import LwapError
+from lwap.train.callbacks import collective_device
 
 
 class TrainingDivergedError(LwapError):
@@ -116,6 +117,7 @@ def _all_finite(model: torch.nn.Module) -> bool:
 
 def _reduce_max(flags: torch.Tensor, args: TrainingArguments) -> torch.Tensor:
     if args.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
+        flags = flags.to(collective_device(str(torch.distributed.get_backend()), args.device))
         torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
     return flags.cpu()
 
