@@ -1,22 +1,23 @@
-"""Alignment, uniformity and anisotropy of the pooler grids already on main: retrained cells and a report.
+"""Alignment, uniformity and anisotropy of the pooler grids made before `lwap eval` measured them.
 
     python benchmarks/geometry_cells.py run --backbone sentence-transformers/all-MiniLM-L6-v2
     python benchmarks/geometry_cells.py run --backbone ../shared/models/minilm-l6-mlm
-    python benchmarks/geometry_cells.py report     # docs/GEOMETRY.md and docs/alignment_uniformity.png
+    python benchmarks/geometry_cells.py run --backbone ... --regime sup [--seeds 0 1 2] [--poolers lwap cls]
+    python benchmarks/compare_poolers.py report    # docs/RESULTS.md's geometry section (and the others)
+    python benchmarks/compare_poolers.py figure    # docs/alignment_uniformity.png (and the attention figure)
 
-The committed grid cells (benchmarks/results/compare/...) predate the geometry measures and keep only their
-scores, not their models. `run` retrains seed 0 of every pooler of the unsupervised grid with exactly the
-committed cell's config file and overrides (`lwap train CONFIG --set ...` as the grid ran it), evaluates the
-saved model on the 7 STS tasks with the grid's precision and length (SciFact is left out: the geometry needs
-only STS-B test), and writes one small JSON per cell to
-benchmarks/results/compare/geometry/<backbone>/unsup/<pooler>-seed0.json: config, overrides, commit,
-settings, the retrained cell's own STS scores and its geometry. The untouched rows (the backbone with no
-training, as the grid's reference rows) become untouched-<pooling>.json. Finished cell files are skipped,
-a stopped training resumes from its last checkpoint: rerunning the same command continues. Run one process
-per backbone (each with OMP_NUM_THREADS=1) to use two cores.
-
-This script shells out to `lwap train` / `lwap eval` and reads the committed cells rather than importing
-benchmarks/compare_poolers.py, so it keeps working while that script moves into a package.
+Those grids' cells (benchmarks/results/compare/...) keep only their scores, not their models. `run`
+retrains seeds (0 unless --seeds) of the poolers of one regime's grid (unsup unless --regime) with exactly
+the committed cell's config file and overrides (`lwap train CONFIG --set ...` as the grid ran it),
+evaluates the saved model on the 7 STS tasks with the grid's precision and length (SciFact is left out:
+the geometry needs only STS-B test), and writes one small JSON per cell to
+benchmarks/results/compare/geometry/<backbone>/<regime>/<pooler>-seed<N>.json: config, overrides,
+commit, settings, the retrained cell's own STS scores, its geometry and its STS-B dev trajectory. The
+untouched rows (the backbone with no training, as the grid's reference rows) become
+untouched-<pooling>.json. Finished cell files are skipped, a stopped training resumes from its last
+checkpoint: rerunning the same command continues. Run one process per core, each with OMP_NUM_THREADS=1.
+Grids run since then record the geometry in their own cells (`lwap compare run`); the report
+(lwap.compare.geometry) reads those first and these retrained cells for the older grids.
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ COMPARE = REPO / "benchmarks" / "results" / "compare"
 GEOMETRY = COMPARE / "geometry"
 DEFAULT_BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
 BACKBONES = (DEFAULT_BACKBONE, "../shared/models/minilm-l6-mlm")
-REGIME = "unsup"
-SEED = 0
+REGIMES = ("unsup", "sup")
 POOLERS = ("lwap", "cls", "mean", "weighted", "first_last_avg", "last2_avg")  # the cheap-to-read ones first
 STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 MEASURES = ("alignment", "uniformity", "anisotropy")
@@ -51,8 +51,8 @@ def committed_dir(backbone: str) -> Path:
     return COMPARE if backbone == DEFAULT_BACKBONE else COMPARE / "backbones" / backbone_name(backbone)
 
 
-def geometry_dir(backbone: str) -> Path:
-    return GEOMETRY / backbone_name(backbone) / REGIME
+def geometry_dir(backbone: str, regime: str) -> Path:
+    return GEOMETRY / backbone_name(backbone) / regime
 
 
 def commit() -> str:
@@ -119,17 +119,17 @@ def restart_flags(out: Path) -> list[str]:
     return ["--overwrite"] if out.exists() else []
 
 
-def run_cell(backbone: str, pooler: str, work: Path) -> None:
-    source = committed_dir(backbone) / REGIME / f"{pooler}-seed{SEED}.json"
-    target = geometry_dir(backbone) / source.name
+def run_cell(backbone: str, regime: str, pooler: str, seed: int, work: Path) -> None:
+    source = committed_dir(backbone) / regime / f"{pooler}-seed{seed}.json"
+    target = geometry_dir(backbone, regime) / source.name
     if target.exists():
-        print(f"[done] {backbone_name(backbone)} {pooler}", flush=True)
+        print(f"[done] {backbone_name(backbone)} {regime} {pooler} seed {seed}", flush=True)
         return
     committed = json.loads(source.read_text(encoding="utf-8"))
-    out = work / f"{pooler}-seed{SEED}"
-    log = work / f"{pooler}-seed{SEED}.log"
+    out = work / regime / f"{pooler}-seed{seed}"
+    log = work / regime / f"{pooler}-seed{seed}.log"
     overrides = [*committed["overrides"], f"output.dir={out}"]
-    print(f"[run ] {backbone_name(backbone)} {pooler} -> {out}", flush=True)
+    print(f"[run ] {backbone_name(backbone)} {regime} {pooler} seed {seed} -> {out}", flush=True)
     started = time.perf_counter()
     if not (out / "model" / "modules.json").is_file():
         command = [sys.executable, "-m", "lwap", "train", committed["config"]]
@@ -139,9 +139,9 @@ def run_cell(backbone: str, pooler: str, work: Path) -> None:
     tick = time.perf_counter()
     results = evaluate(str(out / "model"), out / "eval", log, committed)
     cell = {
-        "regime": REGIME,
+        "regime": regime,
         "pooler": pooler,
-        "seed": SEED,
+        "seed": seed,
         "backbone": backbone,
         "config": committed["config"],
         "overrides": committed["overrides"],
@@ -159,7 +159,9 @@ def run_cell(backbone: str, pooler: str, work: Path) -> None:
     }
     write_cell(target, cell)
     print(
-        f"[ok  ] {pooler}: avg {cell['scores']['avg_all']:.2f}, {geometry_line(cell['geometry'])}", flush=True
+        f"[ok  ] {regime} {pooler} seed {seed}: avg {cell['scores']['avg_all']:.2f}, "
+        f"{geometry_line(cell['geometry'])}",
+        flush=True,
     )
 
 
@@ -222,7 +224,7 @@ def run_untouched(backbone: str, work: Path) -> None:
     """Untouched rows: STS-B test only. The model is the committed row's own (no training, no seed), so its
     other scores are the committed ones; its STS-B score checks that (`committed_stsb`)."""
     for pooling in untouched_poolings(backbone):
-        target = geometry_dir(backbone).parent / f"untouched-{pooling}.json"
+        target = GEOMETRY / backbone_name(backbone) / f"untouched-{pooling}.json"
         if target.exists():
             continue
         committed = json.loads(untouched_source(backbone, pooling).read_text(encoding="utf-8"))
@@ -248,28 +250,24 @@ def run_untouched(backbone: str, work: Path) -> None:
 
 def command_run(args: argparse.Namespace) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    work = Path(args.work_dir).resolve() / backbone_name(args.backbone) / REGIME
+    work = Path(args.work_dir).resolve() / backbone_name(args.backbone)
     run_untouched(args.backbone, work)
-    for pooler in args.poolers:
-        run_cell(args.backbone, pooler, work)
+    for seed in args.seeds:
+        for pooler in args.poolers:
+            run_cell(args.backbone, args.regime, pooler, seed, work)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="retrain seed 0 of every pooler of one backbone's unsup grid")
+    run = commands.add_parser("run", help="retrain a seed of every pooler of one backbone's grid")
     run.add_argument("--backbone", default=DEFAULT_BACKBONE, choices=BACKBONES)
+    run.add_argument("--regime", default="unsup", choices=REGIMES)
+    run.add_argument("--seeds", type=int, nargs="+", default=[0])
     run.add_argument("--poolers", nargs="+", default=list(POOLERS), choices=POOLERS)
     run.add_argument("--work-dir", default=str(REPO / "outputs" / "geometry"))
-    report = commands.add_parser("report", help="docs/GEOMETRY.md and docs/alignment_uniformity.png")
-    report.add_argument("--output", default=str(REPO / "docs" / "GEOMETRY.md"))
     args = parser.parse_args()
-    if args.command == "run":
-        command_run(args)
-    else:
-        from geometry_report import write_report  # beside this script
-
-        write_report(Path(args.output))
+    command_run(args)
 
 
 if __name__ == "__main__":

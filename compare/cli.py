@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from lwap.compare.geometry import FIGURE
 from lwap.compare.grid import BACKBONE, PLANNED_SEEDS, POOLERS, REGIMES, ROWS, Grid, shipped_config
 from lwap.compare.prose import Wording
 from lwap.errors import ConfigError
@@ -60,7 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser, results: str = DEFAULT_RESULT
         "--results", default=results, help=f"the folder of the cell files (default: ./{results})"
     )
     report.add_argument("--output", default=None, help="the Markdown file (default: RESULTS/RESULTS.md)")
-    figure = commands.add_parser("figure", help="draw the layer attention of the LWAP cells (PNG)")
+    figure = commands.add_parser(
+        "figure", help=f"draw the layer attention of the LWAP cells and, beside it, {FIGURE} (PNGs)"
+    )
     figure.add_argument(
         "--results", default=results, help=f"the folder of the cell files (default: ./{results})"
     )
@@ -129,10 +132,13 @@ def run(args: argparse.Namespace, wording: Wording | None = None) -> int:
         print(f"wrote {output}")
     elif command == "figure":
         from lwap.compare.attention import draw_figure
+        from lwap.compare.geometry_section import draw_geometry_figure
 
         output = Path(args.output) if args.output else grid.results / "layer_attention.png"
         draw_figure(grid.results, output, wording)
         print(f"wrote {output}")
+        if draw_geometry_figure(grid.results, output.with_name(FIGURE), wording):
+            print(f"wrote {output.with_name(FIGURE)}")
     elif command == "attach-profiles":
         from lwap.compare.maintenance import attach_profiles
 

@@ -1,5 +1,6 @@
 """The comparison as Markdown, from the cell files alone: per backbone and regime a table (mean ± std
-over seeds), the verdicts, the attention section, what a re-run reproduces, and every run listed."""
+over seeds), the verdicts, the attention and geometry sections, what a re-run reproduces, and every run
+listed."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from lwap.compare import settings
 from lwap.compare.attention import attention_section
 from lwap.compare.cells import load_cells
+from lwap.compare.geometry_section import geometry_section
 from lwap.compare.grid import (
     BACKBONE,
     PLANNED_SEEDS,
@@ -177,6 +179,7 @@ def report_text(results: Path, wording: Wording | None = None) -> str:
         *header(wording, others),
         *(line for backbone in found for line in backbone_sections(grid, backbone, wording)),
         *attention_section(grid, found, wording),
+        *geometry_section(results, wording),
         *rerun_section(grid, found, wording),
         "## Every run",
         "",

@@ -116,6 +116,7 @@ class Cell:
         tick = time.perf_counter()
         results = evaluate(str(self.out / "model"), self.out / "eval", self.log, tasks)
         keep = ("steps", "dev_spearman_before", "best_dev_spearman", "best_step", "dev_spearman_by_step")
+        keep += ("dev_geometry_by_step",)
         cell = {
             "regime": self.regime,
             "pooler": self.row,

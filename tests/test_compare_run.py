@@ -101,6 +101,9 @@ def test_a_tiny_grid_runs_end_to_end_and_resumes_after_a_killed_cell(tiny_bert: 
     assert recorded["settings"]["torch"] == torch.__version__ and recorded["settings"]["device"] == "cpu"
     assert set(recorded["scores"]) >= {"avg_all", "avg_wmean", "scifact_ndcg@10"}
     assert recorded["scores"]["uniformity"] < 0 <= recorded["scores"]["alignment"]  # geometry from the start
+    assert recorded["train"]["dev_geometry_by_step"] and all(  # and its STS-B dev trajectory
+        uniformity < 0 <= alignment for _, uniformity, alignment in recorded["train"]["dev_geometry_by_step"]
+    )
 
     again = subprocess.run(run, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "[run ]" not in again.stdout
@@ -114,6 +117,8 @@ def test_a_tiny_grid_runs_end_to_end_and_resumes_after_a_killed_cell(tiny_bert: 
     assert "- Avg. (all): `lwap` − `mean` = " in text and "Settings differ" not in text
     assert subprocess.run(compare("figure", "--results", str(results)), env=env).returncode == 0
     assert (results / "layer_attention.png").stat().st_size > 1000
+    assert "## Embedding geometry" in text and "| `mean` | 2 |" in text.split("## Embedding geometry")[1]
+    assert (results / "alignment_uniformity.png").stat().st_size > 1000  # drawn beside it
 
 
 @pytest.mark.slow

@@ -108,7 +108,7 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
     backbone = tmp_path / "backbone"
     source = (backbone / "SOURCE.md").read_text()
     assert "8/8 steps" in source and "perplexity" in source and "--max-minutes" not in source
-    assert "removed_as_evaluation\": 5" in source
+    assert 'removed_as_evaluation": 5' in source
     model = lwap.build_model(str(backbone), pooling="lwap")
     assert {p.dtype for p in model.parameters()} == {torch.float32}  # stored bf16, loaded fp32
     vectors = model.encode(["A man is playing a guitar.", "Stocks fell."], convert_to_tensor=True)

@@ -102,6 +102,11 @@ def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tin
     assert is_finished(out)
     assert summary["steps"] == 20 and summary["processes"] == 1
     assert [step for step, _ in summary["dev_spearman_by_step"]] == [10, 20]
+    assert [step for step, _, _ in summary["dev_geometry_by_step"]] == [
+        10,
+        20,
+    ]  # (step, uniformity, alignment)
+    assert all(uniformity < 0 <= alignment for _, uniformity, alignment in summary["dev_geometry_by_step"])
     assert summary["best_step"] in (10, 20)
     assert summary["final_model_dev_spearman"] == summary["best_dev_spearman"]
     assert summary["sentences_per_second"] > 0 and summary["wall_time_seconds"] > 0

@@ -204,7 +204,7 @@ def _summary(
 
     import lwap
     from lwap.train.head_training import head_learning_rate
-    from lwap.train.report import dev_scores
+    from lwap.train.report import dev_geometry, dev_scores
 
     state = trainer.state
     scores = dev_scores(state.log_history)
@@ -238,6 +238,8 @@ def _summary(
         "final_model_step": final_step,
         "final_model_dev_spearman": final,
         "dev_spearman_by_step": [[step, score] for step, score in scores],
+        # [step, uniformity, alignment] on STS-B dev: the trajectory the grid's geometry section reads
+        "dev_geometry_by_step": [list(entry) for entry in dev_geometry(state.log_history)],
         "train_loop_seconds": round(timing.loop_seconds, 2),
         "eval_seconds": round(timing.eval_seconds, 2),
         "steps_this_run": steps_here,

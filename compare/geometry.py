@@ -1,0 +1,250 @@
+"""Alignment, uniformity and anisotropy per pooler (SimCSE's measures, the LWAP paper's uniformity claim):
+the report's section and its figure, one panel per backbone and regime, one point per pooler.
+
+A grid run since `lwap eval` measures the geometry has it in every cell. A grid made before keeps only its
+scores, not its models: its cells are retrained for the geometry (same config, overrides and seed; STS
+tasks only) and kept apart, in RESULTS/geometry/<backbone>/<regime>/, with the untouched rows as
+RESULTS/geometry/<backbone>/untouched-<pooling>.json (the repository's: benchmarks/geometry_cells.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from lwap.compare.cells import load_cells, read
+from lwap.compare.grid import POOLERS, REGIMES, UNTOUCHED_POOLINGS, Grid, backbone_name, backbones
+
+MEASURES = ("alignment", "uniformity", "anisotropy")
+FIGURE = "alignment_uniformity.png"  # beside the report (and the layer-attention figure)
+UNTOUCHED_LABEL = {
+    "mean": "untouched (mean)",
+    "cls": "untouched ([CLS])",
+    "first_last_avg": "untouched (first-last)",
+}
+
+
+class Run(NamedTuple):
+    """One trained model: its STS-B test geometry, its own STS average, its STS-B dev trajectory."""
+
+    seed: int
+    geometry: dict[str, float]
+    sts_avg: float | None
+    dev: list[tuple[int, float, float]]  # (step, uniformity, alignment) at each STS-B dev evaluation
+    kept_step: int | None
+
+
+class Panel(NamedTuple):
+    backbone: str
+    regime: str
+    runs: dict[str, list[Run]]  # by pooler, in POOLERS order
+    retrained: bool  # the runs are retrains of cells that predate the measures
+    untouched: dict[str, dict[str, Any]]  # pooling -> {"geometry": ..., "sts_avg": ...}
+    grid_avg: dict[str, list[float]]  # pooler -> the grid cells' STS averages (every seed)
+
+    @property
+    def title(self) -> str:
+        regime = "unsupervised" if self.regime == "unsup" else "supervised"
+        return f"{backbone_name(self.backbone)}, {regime}{' (retrained)' if self.retrained else ''}"
+
+
+def grid_run(cell: dict[str, Any]) -> Run | None:
+    scores, train = cell["scores"], cell["train"]
+    if not all(m in scores for m in MEASURES):
+        return None
+    dev = [(int(s), u, a) for s, u, a in train.get("dev_geometry_by_step") or []]
+    return Run(cell["seed"], {m: scores[m] for m in MEASURES}, scores.get("avg_all"), dev, train["best_step"])
+
+
+def retrained_run(cell: dict[str, Any]) -> Run:
+    dev = [(e["step"], e["uniformity"], e["alignment"]) for e in cell.get("dev_geometry", [])]
+    geometry = {m: cell["geometry"][m] for m in MEASURES}
+    return Run(cell["seed"], geometry, cell["scores"].get("avg_all"), dev, cell["train"]["best_step"])
+
+
+def untouched_rows(grid: Grid, backbone: str) -> dict[str, dict[str, Any]]:
+    rows = {}
+    for pooling in UNTOUCHED_POOLINGS:
+        reference = grid.reference_file(backbone, pooling)
+        scores = read(reference)["scores"] if reference.exists() else {}
+        retrained = grid.results / "geometry" / backbone_name(backbone) / f"untouched-{pooling}.json"
+        if all(m in scores for m in MEASURES):
+            rows[pooling] = {"geometry": scores, "sts_avg": scores.get("avg_all")}
+        elif retrained.exists():
+            rows[pooling] = {"geometry": read(retrained)["geometry"], "sts_avg": scores.get("avg_all")}
+    return rows
+
+
+def panel(grid: Grid, backbone: str, regime: str) -> Panel | None:
+    cells = load_cells(grid.cells_dir(backbone) / regime)
+    runs = {p: [r for c in cells.get(p, []) if (r := grid_run(c))] for p in POOLERS}
+    runs = {p: found for p, found in runs.items() if found}
+    retrained = not runs
+    if retrained:
+        for path in sorted(
+            (grid.results / "geometry" / backbone_name(backbone) / regime).glob("*-seed*.json")
+        ):
+            cell = read(path)
+            runs.setdefault(cell["pooler"], []).append(retrained_run(cell))
+        runs = {p: sorted(runs[p], key=lambda r: r.seed) for p in POOLERS if p in runs}
+    if not runs:
+        return None
+    grid_avg = {
+        p: [c["scores"]["avg_all"] for c in cells.get(p, []) if "avg_all" in c["scores"]] for p in runs
+    }
+    return Panel(backbone, regime, runs, retrained, untouched_rows(grid, backbone), grid_avg)
+
+
+def panels(results: Path) -> list[Panel]:
+    grid = Grid(results, results / "work")
+    found = [panel(grid, backbone, regime) for backbone in backbones(results) for regime in REGIMES]
+    return [p for p in found if p]
+
+
+def stats(runs: list[Run], measure: str) -> tuple[float, float, int]:
+    values = [r.geometry[measure] for r in runs]
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, len(values)
+
+
+def shown(runs: list[Run], measure: str) -> str:
+    mean, std, n = stats(runs, measure)
+    return f"{mean:.3f} ± {std:.3f}" if n > 1 else f"{mean:.3f}"
+
+
+def sts_avg(p: Panel, pooler: str) -> float | None:
+    """The pooler's STS average: the grid's mean over its seeds (less noisy than the retrained runs)."""
+    values = p.grid_avg.get(pooler) or [r.sts_avg for r in p.runs[pooler] if r.sts_avg is not None]
+    return statistics.fmean(values) if values else None
+
+
+def dev_change(runs: list[Run]) -> str:
+    """STS-B dev uniformity before training → at the kept step (seeds averaged): what training did."""
+    pairs = []
+    for run in runs:
+        by_step = {step: uniformity for step, uniformity, _ in run.dev}
+        if 0 in by_step and run.kept_step in by_step:
+            pairs.append((by_step[0], by_step[run.kept_step]))
+    if not pairs:
+        return "–"
+    return f"{statistics.fmean(a for a, _ in pairs):.2f} → {statistics.fmean(b for _, b in pairs):.2f}"
+
+
+def table(p: Panel) -> list[str]:
+    lines = [
+        "| pooler | seeds | alignment | uniformity | anisotropy | STS avg (these runs) | STS avg (grid) "
+        "| dev uniformity: step 0 → kept |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for pooler, runs in p.runs.items():
+        own = [r.sts_avg for r in runs if r.sts_avg is not None]
+        grid = p.grid_avg.get(pooler, [])
+        cells = [f"`{pooler}`", str(len(runs)), *(shown(runs, m) for m in MEASURES)]
+        cells.append(f"{statistics.fmean(own):.2f}" if own else "–")
+        cells.append(f"{statistics.fmean(grid):.2f} ({len(grid)} seeds)" if grid else "–")
+        lines.append("| " + " | ".join([*cells, dev_change(runs)]) + " |")
+    for pooling, row in p.untouched.items():
+        g, avg = row["geometry"], row["sts_avg"]
+        cells = [f"*{UNTOUCHED_LABEL[pooling]}*", "–", *(f"{g[m]:.3f}" for m in MEASURES), "–"]
+        lines.append(
+            "| " + " | ".join([*cells, "–" if avg is None else f"{avg:.2f} (no training)", "–"]) + " |"
+        )
+    return lines
+
+
+def against(p: Panel, other: str) -> tuple[float, float, str] | None:
+    """LWAP − `other`: (Δ uniformity, Δ alignment, the uniformity gap against the seed spread)."""
+    if "lwap" not in p.runs or other not in p.runs:
+        return None
+    (u1, s1, n1), (u2, s2, n2) = stats(p.runs["lwap"], "uniformity"), stats(p.runs[other], "uniformity")
+    du = u1 - u2
+    da = stats(p.runs["lwap"], "alignment")[0] - stats(p.runs[other], "alignment")[0]
+    if min(n1, n2) < 2:
+        return du, da, "one seed: spread unknown"
+    larger = abs(du) > s1 + s2
+    return du, da, f"{'**larger than**' if larger else 'within'} the seed spread ({s1 + s2:.3f})"
+
+
+def comparisons(p: Panel) -> list[str]:
+    out = []
+    for other in ("cls", "mean"):
+        gap = against(p, other)
+        if gap:
+            du, da, spread = gap
+            out.append(
+                f"- `lwap` − `{other}`: uniformity {du:+.3f} ({'more' if du < 0 else 'less'} uniform; "
+                f"{spread}), "
+                f"alignment {da:+.3f} ({'worse' if da > 0 else 'better'})."
+            )
+    if "lwap" in p.runs:
+        lwap = stats(p.runs["lwap"], "uniformity")[0]
+        start = [f"{row['geometry']['uniformity']:.3f} ({pooling})" for pooling, row in p.untouched.items()]
+        if start:
+            out.append(f"- `lwap` {lwap:.3f} against the untouched backbone's {', '.join(start)}.")
+    if "lwap" in p.runs:
+        lwap = stats(p.runs["lwap"], "uniformity")[0]
+        start = [f"{row['geometry']['uniformity']:.3f} ({pooling})" for pooling, row in p.untouched.items()]
+        if start:
+            out.append(f"- `lwap` uniformity {lwap:.3f} against the untouched backbone's {', '.join(start)}.")
+    change = dev_change(p.runs.get("lwap", []))
+    if change != "–":
+        out.append(f"- `lwap`'s own space on STS-B dev, step 0 → kept checkpoint: uniformity {change}.")
+    return out
+
+
+def correlation(p: Panel) -> tuple[float, float, int] | None:
+    """Spearman ρ (and p) across poolers between mean uniformity and STS average; None under 4 poolers."""
+    from scipy.stats import spearmanr
+
+    poolers = [q for q in p.runs if sts_avg(p, q) is not None]
+    if len(poolers) < 4:
+        return None
+    rho, pvalue = spearmanr(
+        [stats(p.runs[q], "uniformity")[0] for q in poolers], [sts_avg(p, q) for q in poolers]
+    )
+    return float(rho), float(pvalue), len(poolers)
+
+
+def order(p: Panel, measure: str) -> str:
+    ranked = sorted(p.runs, key=lambda q: stats(p.runs[q], measure)[0])
+    return " < ".join(f"`{q}`" for q in ranked)
+
+
+def answers(found: list[Panel]) -> list[str]:
+    """The two questions over every panel: LWAP's uniformity against `cls` and `mean` and its price in
+    alignment; whether uniformity goes with the STS score across poolers."""
+    lines = [
+        "**Does LWAP end with a more uniform space than `cls` and `mean` at the same budget, and at what",
+        "cost in alignment?**",
+        "",
+    ]
+    for other in ("cls", "mean"):
+        gaps = [(p, gap) for p in found if (gap := against(p, other))]
+        if not gaps:
+            continue
+        more = [p for p, (du, _, _) in gaps if du < 0]
+        beyond = [p for p, (_, _, spread) in gaps if spread.startswith("**larger")]
+        worse = [p for p, (_, da, _) in gaps if da > 0]
+        each = "; ".join(f"{p.title} {du:+.3f} / {da:+.3f}" for p, (du, da, _) in gaps)
+        lines.append(
+            f"- Against `{other}`: more uniform in {len(more)} of {len(gaps)} panels, the gap larger than "
+            "the "
+            f"seed spread in {len(beyond)} (panels with one seed per pooler have no spread); alignment worse "
+            f"in {len(worse)} of {len(gaps)}. Δ uniformity / Δ alignment (`lwap` − `{other}`): {each}."
+        )
+    lines += ["", "**Is uniformity what separates the poolers that score well?**", ""]
+    for p in found:
+        rho = correlation(p)
+        best = max(
+            (q for q in p.runs if sts_avg(p, q) is not None), key=lambda q: sts_avg(p, q), default=None
+        )
+        most = min(p.runs, key=lambda q: stats(p.runs[q], "uniformity")[0])
+        if rho is None or best is None:
+            lines.append(f"- {p.title}: fewer than 4 poolers with geometry: no rank correlation yet.")
+            continue
+        lines.append(
+            f"- {p.title}: Spearman ρ(uniformity, STS avg) = {rho[0]:+.2f} "
+            f"(p = {rho[1]:.2f}, {rho[2]} poolers); "
+            f"best STS avg `{best}`, most uniform `{most}`" + (" (the same)." if best == most else ".")
+        )
+    return lines

@@ -1,0 +1,130 @@
+"""The report's geometry section (issue 25) and its figure: alignment against uniformity, one point per
+pooler (seeds averaged, bars ± sd), × for the untouched backbone, one panel per backbone and regime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lwap.compare.geometry import (
+    FIGURE,
+    MEASURES,
+    POOLERS,
+    UNTOUCHED_LABEL,
+    Panel,
+    answers,
+    comparisons,
+    order,
+    panels,
+    stats,
+    table,
+)
+from lwap.compare.prose import Wording, user_wording
+
+TITLE = "Embedding geometry: alignment, uniformity, anisotropy"
+
+
+def intro(found: list[Panel], wording: Wording) -> list[str]:
+    lines = [
+        f"## {TITLE}",
+        "",
+        f"![alignment vs uniformity per pooler]({FIGURE})",
+        "",
+        f"`{wording.prog} figure` draws it from the cell files (beside the layer-attention figure).",
+        "",
+        "The LWAP paper claims that contrastive training with LWAP makes the space of pre-trained",
+        'embeddings "more uniform". These are SimCSE\'s measures (Wang & Isola, 2020) as `lwap eval`',
+        "computes them on STS-B test, embeddings normalized: **alignment**, the mean squared distance",
+        "between the sentences of the pairs with gold score ≥ 4; **uniformity**, the log of the mean",
+        "exp(−2·squared distance) over all pairs of distinct sentences; **anisotropy**, the mean cosine",
+        "over those pairs (Ethayarajh, 2019). Lower is better for all three; uniformity is negative. A",
+        "point is a pooler's mean over its seeds (± sd across seeds where it has several); `dev uniformity`",
+        "is STS-B dev before training and at the kept checkpoint (the trajectory each run draws in its",
+        "`training_curves.png`). The geometry is reported, not used to pick checkpoints.",
+    ]
+    if any(p.retrained for p in found):
+        command = (
+            "python benchmarks/geometry_cells.py run" if wording.repository else "a retrain of each cell"
+        )
+        lines += [
+            "",
+            "Panels marked *retrained* are grids made before these measures, whose cells keep no models:",
+            "their poolers were retrained with each cell's own config, overrides and seed",
+            f"(`{command}`), evaluated on the STS tasks only, and kept in",
+            f'`{wording.results}geometry/`. Their "STS avg (these runs)" is the retrained runs\' own;',
+            '"STS avg (grid)" is the grid\'s mean over all its seeds, which the correlations use.',
+        ]
+    return [*lines, ""]
+
+
+def geometry_section(results: Path, wording: Wording) -> list[str]:
+    found = panels(results)
+    if not found:
+        return []
+    lines = [*intro(found, wording), *answers(found), ""]
+    for p in found:
+        lines += [f"### {p.title}", "", *table(p), ""]
+        lines += [f"- Order by {m}, lowest first: {order(p, m)}." for m in MEASURES]
+        lines += [*comparisons(p), ""]
+    return lines
+
+
+def draw_geometry_figure(results: Path, output: Path, wording: Wording | None = None) -> bool:
+    """The figure; False (nothing drawn) where no cell has geometry."""
+    found = panels(results)
+    if not found:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lwap.files import save_figure_atomically
+
+    wording = wording or user_wording(f"{results}/")
+    columns = min(len(found), 2)
+    rows = -(-len(found) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(6.2 * columns, 4.8 * rows), squeeze=False)
+    colours = {pooler: f"C{i}" for i, pooler in enumerate(POOLERS)}
+    for axis, p in zip(axes.flat, found, strict=False):
+        for pooler, runs in p.runs.items():
+            (u, su, n), (a, sa, _) = stats(runs, "uniformity"), stats(runs, "alignment")
+            axis.errorbar(
+                u,
+                a,
+                xerr=su if n > 1 else None,
+                yerr=sa if n > 1 else None,
+                fmt="o",
+                color=colours[pooler],
+                markersize=7,
+                capsize=3,
+                zorder=3,
+            )
+            axis.annotate(pooler, (u, a), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        for pooling, row in p.untouched.items():
+            g = row["geometry"]
+            axis.scatter(g["uniformity"], g["alignment"], marker="x", color="black", s=50, zorder=3)
+            axis.annotate(
+                UNTOUCHED_LABEL[pooling],
+                (g["uniformity"], g["alignment"]),
+                textcoords="offset points",
+                xytext=(5, -11),
+                fontsize=7,
+                style="italic",
+            )
+        seeds = sorted({len(runs) for runs in p.runs.values()})
+        axis.set_title(f"{p.title}; seeds per pooler: {'/'.join(map(str, seeds))}", fontsize=9)
+        axis.set_xlabel("uniformity (STS-B test; lower = more uniform)", fontsize=8)
+        axis.set_ylabel("alignment (pairs with gold ≥ 4; lower = closer)", fontsize=8)
+        axis.grid(alpha=0.3)
+        axis.margins(0.15)
+    for axis in list(axes.flat)[len(found) :]:
+        axis.axis("off")
+    figure.suptitle(
+        f"Alignment vs uniformity per pooler (× = untouched backbone; {wording.prog} figure)", fontsize=10
+    )
+    figure.tight_layout()
+    try:
+        save_figure_atomically(figure, output, dpi=100)
+    finally:
+        plt.close(figure)
+    return True
