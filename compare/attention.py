@@ -82,8 +82,10 @@ def attention_section(grid: Grid, backbones: list[str], wording: Wording) -> lis
                 f"({a[low]:.3f}); last layer {a[-1]:.3f} against a uniform {1 / len(a):.3f}."
             )
         paper = [p for p in profiles if p.row == "lwap"]
-        if len(paper) > 1 and len({len(p.attention) for p in paper}) == 1:
-            first, other = paper[0], paper[1]
+        first = paper[0] if paper else None
+        for other in paper[1:]:
+            if len(other.attention) != len(first.attention):  # another depth: layer i is not the same layer
+                continue
             shift = [b - a for a, b in zip(first.attention, other.attention, strict=True)]
             up, down = shift.index(max(shift)), shift.index(min(shift))
             lines.append(
@@ -105,21 +107,28 @@ def draw_figure(results: Path, output: Path, wording: Wording | None = None) -> 
 
     wording = wording or user_wording(f"{results}/")
     grid, found = Grid(results, results / "work"), backbones(results)
-    figure, panels = plt.subplots(1, len(REGIMES), figsize=(12, 4.2), sharey=True)
+    by_regime = {regime: attention_profiles(grid, found, regime) for regime in REGIMES}
+    entries = max((len(series) for series in by_regime.values()), default=0) + 2
+    figure, panels = plt.subplots(1, len(REGIMES), figsize=(12, 4.2 + 0.18 * entries), sharey=True)
     colours = [(backbone, row) for backbone in found for row in FIGURE_ROWS]
+    top = max((max(p.attention) for series in by_regime.values() for p in series), default=1.0)
     for panel, regime in zip(panels, REGIMES, strict=True):
-        series = attention_profiles(grid, found, regime)
+        series = by_regime[regime]
         width = 0.8 / max(len(series), 1)
         for i, profile in enumerate(series):
             x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(profile.attention))]
             colour = f"C{colours.index((profile.backbone, profile.row))}"  # the same in both panels
             panel.bar(x, profile.attention, width=width, label=profile.label, color=colour)
         if series:
-            layers = len(series[0].attention)
-            panel.axhline(1 / layers, color="gray", linestyle="--", linewidth=1, label="uniform")
+            # backbones of different depths share the axis: layer i at x = i, each depth its uniform line
+            depths = sorted({len(p.attention) for p in series})
+            for style, levels in zip(("--", ":", "-."), depths, strict=False):
+                label = "uniform" if len(depths) == 1 else f"uniform over {levels} levels"
+                panel.axhline(1 / levels, color="gray", linestyle=style, linewidth=1, label=label)
+            layers = depths[-1]
             panel.set_xticks(range(layers), ["emb", *map(str, range(1, layers))])
-            panel.set_ylim(0, 1.45 * max(max(p.attention) for p in series))  # room for the legend
-            panel.legend(fontsize=7, loc="upper left", ncol=2)
+            panel.set_ylim(0, 1.1 * top)  # one scale for both panels (they share it)
+            panel.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         panel.set_title(f"{regime_word(regime)} SimCSE", fontsize=10)
         panel.set_xlabel("layer attended (key; emb = embedding output)")
     panels[0].set_ylabel("mean attention weight (STS-B test)")

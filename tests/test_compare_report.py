@@ -236,6 +236,17 @@ def test_the_report_describes_each_attention_profile_and_the_shift_between_backb
     )
     assert "Supervised:" not in section  # no profiles in that regime: no empty heading
 
+    shallow = {"layers": [0, 1], "sentences": 5, "mean_attention": [0.4, 0.6]}  # a backbone of another depth
+    other = {"layer_attention": shallow, "backbone": "../models/small"}
+    write_cell(tmp_path / "cells/backbones/small/unsup", "lwap", 0, 70.0, 40.0, other)
+    section = report_text(tmp_path).split("## What LWAP attends to")[1].split("## Every run")[0]
+    assert "- small · lwap (1 seed): most on layer 1 (0.600)" in section
+    assert "`lwap` on mlm against all-MiniLM-L6-v2" in section and "`lwap` on small" not in section
+    from lwap.compare.attention import draw_figure
+
+    draw_figure(tmp_path / "cells", tmp_path / "attention.png")  # depths 3 and 2 on one axis
+    assert (tmp_path / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
 
 def test_the_committed_cells_load_and_reproduce_docs_results_byte_for_byte() -> None:
     """Every committed cell still loads, and the report made from them is docs/RESULTS.md exactly: the
