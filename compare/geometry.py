@@ -180,11 +180,6 @@ def comparisons(p: Panel) -> list[str]:
         lwap = stats(p.runs["lwap"], "uniformity")[0]
         start = [f"{row['geometry']['uniformity']:.3f} ({pooling})" for pooling, row in p.untouched.items()]
         if start:
-            out.append(f"- `lwap` {lwap:.3f} against the untouched backbone's {', '.join(start)}.")
-    if "lwap" in p.runs:
-        lwap = stats(p.runs["lwap"], "uniformity")[0]
-        start = [f"{row['geometry']['uniformity']:.3f} ({pooling})" for pooling, row in p.untouched.items()]
-        if start:
             out.append(f"- `lwap` uniformity {lwap:.3f} against the untouched backbone's {', '.join(start)}.")
     change = dev_change(p.runs.get("lwap", []))
     if change != "–":

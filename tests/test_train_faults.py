@@ -89,6 +89,29 @@ def test_best_at_step_0_saves_the_step_0_weights(
     assert "STS-B dev Spearman: 0.9000 (before training: 0.9000)" in card  # step 0's score
 
 
+def test_start_competes_false_keeps_the_best_trained_step(
+    tmp_path: Path, tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval.start_competes: false`: the rule before step 0 competed (and SimCSE's), so a cell made then
+    can be retrained as it was: the untrained model scores best, the best trained step is kept."""
+    scripted_dev(monkeypatch, [0.9, 0.5, 0.6, 0.4])
+    eval_settings = {**SCORED, "start_competes": False}
+    path = tiny_config(
+        tmp_path, tiny_bert, training={"max_steps": 6}, output={"save_steps": 2}, eval=eval_settings
+    )
+    summary = train(load_config(path))
+    assert (summary["best_step"], summary["final_model_step"], summary["final_model_dev_spearman"]) == (
+        4,
+        4,
+        0.6,
+    )
+    assert summary["dev_spearman_before"] == 0.9
+    out = tmp_path / "run"
+    np.testing.assert_allclose(
+        embeddings(out / "model"), embeddings(out / "checkpoints" / "checkpoint-4"), atol=1e-6
+    )
+
+
 def test_best_between_checkpoints_is_checkpointed_and_saved(
     tmp_path: Path, tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -125,6 +125,7 @@ class EvalConfig:
     eval_steps: int = 250
     before_training: bool = True  # evaluate once at step 0 (the untrained model)
     keep_best: bool = True  # the final model is the best checkpoint on STS-B dev, not the last
+    start_competes: bool = True  # with keep_best, the untrained model (step 0) can be the one kept
     batch_size: int = 128
 
 

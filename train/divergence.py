@@ -7,7 +7,8 @@
   a model (`TrainingDivergedError`). transformers' own `logging_nan_inf_filter` would instead log the
   average of earlier losses in place of a NaN and train on.
 - `SelectTheBest`: with `eval.keep_best`, the evaluation before training competes too (transformers
-  leaves it out: a run that only got worse would keep its least bad trained step), and a step that
+  leaves it out: a run that only got worse would keep its least bad trained step; `eval.start_competes:
+  false` keeps that rule, to retrain a cell made before this one), and a step that
   scores a new best is checkpointed even between `output.save_steps` (else transformers could not
   reload it, and would keep the last weights under the best step's name).
 The weights of step 0, which transformers never checkpoints, are rebuilt by `lwap.train.run` with
@@ -89,17 +90,20 @@ class StopOnNonFinite(TrainerCallback):
 
 
 class SelectTheBest(TrainerCallback):
-    """Step 0 competes for the best; a new best is checkpointed (see the module docstring)."""
+    """Step 0 competes for the best (unless `start_competes` is off: the best *trained* step, as runs
+    before it and SimCSE select); a new best is checkpointed (see the module docstring)."""
 
-    def __init__(self, dev_metric: str) -> None:
+    def __init__(self, dev_metric: str, start_competes: bool = True) -> None:
         self.dev_metric = dev_metric
+        self.start_competes = start_competes
 
     def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
         value = (kw.get("metrics") or {}).get(self.dev_metric)
         if value is None or not math.isfinite(float(value)):
             return
         if state.global_step == 0:  # transformers' eval_on_start never reaches its best-metric update
-            state.best_metric, state.best_global_step = float(value), 0
+            if self.start_competes:
+                state.best_metric, state.best_global_step = float(value), 0
         elif state.best_metric is None or float(value) > state.best_metric:
             control.should_save = True  # transformers then records it as the best and can reload it
 

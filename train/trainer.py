@@ -255,7 +255,7 @@ def build_trainer(
         own.append(EvaluateAtEnd(evaluate=config.eval.stsb_dev))
     own += head_training_setup(model, args, config.training)  # the head's lr, the backbone's warm-up
     if checkpoints and config.eval.keep_best:
-        own.append(SelectTheBest(DEV_METRIC))
+        own.append(SelectTheBest(DEV_METRIC, start_competes=config.eval.start_competes))
     # after every callback that asks for a save or an evaluation, so it can cancel a broken step's
     divergence = StopOnNonFinite(loss, DEV_METRIC if config.eval.stsb_dev else None)
     own.append(divergence)
