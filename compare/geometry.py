@@ -173,8 +173,7 @@ def comparisons(p: Panel) -> list[str]:
             du, da, spread = gap
             out.append(
                 f"- `lwap` − `{other}`: uniformity {du:+.3f} ({'more' if du < 0 else 'less'} uniform; "
-                f"{spread}), "
-                f"alignment {da:+.3f} ({'worse' if da > 0 else 'better'})."
+                f"{spread}), alignment {da:+.3f} ({'worse' if da > 0 else 'better'})."
             )
     if "lwap" in p.runs:
         lwap = stats(p.runs["lwap"], "uniformity")[0]
@@ -222,10 +221,10 @@ def answers(found: list[Panel]) -> list[str]:
         worse = [p for p, (_, da, _) in gaps if da > 0]
         each = "; ".join(f"{p.title} {du:+.3f} / {da:+.3f}" for p, (du, da, _) in gaps)
         lines.append(
-            f"- Against `{other}`: more uniform in {len(more)} of {len(gaps)} panels, the gap larger than "
-            "the "
-            f"seed spread in {len(beyond)} (panels with one seed per pooler have no spread); alignment worse "
-            f"in {len(worse)} of {len(gaps)}. Δ uniformity / Δ alignment (`lwap` − `{other}`): {each}."
+            f"- Against `{other}`: more uniform in {len(more)} of {len(gaps)} panels, the gap larger "
+            f"than the seed spread in {len(beyond)} (panels with one seed per pooler have no spread); "
+            f"alignment worse in {len(worse)} of {len(gaps)}. Δ uniformity / Δ alignment "
+            f"(`lwap` − `{other}`): {each}."
         )
     lines += ["", "**Is uniformity what separates the poolers that score well?**", ""]
     for p in found:
