@@ -204,6 +204,24 @@ def order(p: Panel, measure: str) -> str:
     return " < ".join(f"`{q}`" for q in ranked)
 
 
+def seed_scale(found: list[Panel]) -> list[str]:
+    """How large a one-seed gap is against the seed-to-seed sd measured where poolers have seeds."""
+    sds = [stats(runs, "uniformity")[1] for p in found for runs in p.runs.values() if len(runs) > 1]
+    single = [
+        abs(gap[0])
+        for p in found
+        for other in ("cls", "mean")
+        if (gap := against(p, other)) and gap[2].startswith("one seed")
+    ]
+    if not sds or not single:
+        return []
+    return [
+        f"- The seed-to-seed sd of uniformity, over the {len(sds)} poolers that have several seeds, is at "
+        f"most {max(sds):.3f}; the smallest one-seed gap above is {min(single):.3f}, "
+        f"{min(single) / max(max(sds), 1e-9):.0f}× that."
+    ]
+
+
 def answers(found: list[Panel]) -> list[str]:
     """The two questions over every panel: LWAP's uniformity against `cls` and `mean` and its price in
     alignment; whether uniformity goes with the STS score across poolers."""
@@ -216,16 +234,21 @@ def answers(found: list[Panel]) -> list[str]:
         gaps = [(p, gap) for p in found if (gap := against(p, other))]
         if not gaps:
             continue
-        more = [p for p, (du, _, _) in gaps if du < 0]
-        beyond = [p for p, (_, _, spread) in gaps if spread.startswith("**larger")]
+        sides = []
+        for word, side in (
+            ("more", [g for g in gaps if g[1][0] < 0]),
+            ("less", [g for g in gaps if g[1][0] >= 0]),
+        ):
+            if side:
+                each = "; ".join(f"{p.title} {du:+.3f}, {spread}" for p, (du, _, spread) in side)
+                sides.append(f"{word} uniform in {len(side)} of {len(gaps)} ({each})")
         worse = [p for p, (_, da, _) in gaps if da > 0]
-        each = "; ".join(f"{p.title} {du:+.3f} / {da:+.3f}" for p, (du, da, _) in gaps)
+        costs = "; ".join(f"{p.title} {da:+.3f}" for p, (_, da, _) in gaps)
         lines.append(
-            f"- Against `{other}`: more uniform in {len(more)} of {len(gaps)} panels, the gap larger "
-            f"than the seed spread in {len(beyond)} (panels with one seed per pooler have no spread); "
-            f"alignment worse in {len(worse)} of {len(gaps)}. Δ uniformity / Δ alignment "
-            f"(`lwap` − `{other}`): {each}."
+            f"- Against `{other}`: " + "; ".join(sides) + f". Alignment worse (higher) in {len(worse)} of "
+            f"{len(gaps)} ({costs})."
         )
+    lines += seed_scale(found)
     lines += ["", "**Is uniformity what separates the poolers that score well?**", ""]
     for p in found:
         rho = correlation(p)

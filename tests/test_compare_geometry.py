@@ -92,8 +92,15 @@ def test_grid_geometry_seeds_averaged_and_gaps_judged_against_the_spread(tmp_pat
     assert "| `lwap` | 3 | 0.450 ± 0.002 | -3.500 ± 0.020 | 0.050 ± 0.000 | 75.10 | 75.10 (3 seeds) |" in text
     assert "-1.00 → -3.60 |" in text  # dev uniformity: step 0 → the kept step, seeds averaged
     assert "| *untouched (mean)* | – | 0.330 | -3.800 | 0.020 | – | 78.90 (no training) | – |" in text
-    assert "- Against `cls`: more uniform in 1 of 1 panels, the gap larger than the seed spread in 1" in text
-    assert "- Against `mean`: more uniform in 1 of 1 panels, the gap larger than the seed spread in 0" in text
+    panel = "all-MiniLM-L6-v2, unsupervised"
+    assert (
+        f"- Against `cls`: more uniform in 1 of 1 ({panel} -0.900, **larger than** the seed spread (0.040))"
+        in text
+    )
+    assert (
+        f"- Against `mean`: more uniform in 1 of 1 ({panel} -0.017, within the seed spread (0.124))" in text
+    )
+    assert f"Alignment worse (higher) in 1 of 1 ({panel} +0.090)." in text
     assert f"Spearman ρ(uniformity, STS avg) = {expected.statistic:+.2f}" in text
     assert TITLE in report_text(tmp_path, REPOSITORY)  # the section is part of the report
 
@@ -128,4 +135,6 @@ def test_a_grid_from_before_the_measures_reads_its_retrained_cells(tmp_path: Pat
         "| `lwap` | 1 | 0.300 | -3.500 | 0.100 | 75.30 | 75.10 (2 seeds) | – |" in text
     )  # no kept step logged
     assert "uniformity -0.900 (more uniform; one seed: spread unknown)" in text
+    assert "more uniform in 1 of 1 (all-MiniLM-L6-v2, unsupervised (retrained) -0.900, one seed" in text
+    assert "seed-to-seed sd" not in text  # no pooler has several seeds: no scale to quote
     assert "fewer than 4 poolers with geometry: no rank correlation yet" in text
