@@ -3,7 +3,8 @@
 `run` trains and evaluates the missing cells of a grid (regime × poolers × seeds) into the results folder,
 one small JSON file a cell; a stopped run resumes where it stopped, and several `run` processes can share
 one grid (one per core, each with OMP_NUM_THREADS=1). `report` writes the tables and seed-spread
-verdicts as Markdown, `figure` draws what LWAP attends to, both from the cell files alone.
+verdicts as Markdown, `figure` draws what LWAP attends to and each pooler's alignment vs uniformity, both
+from the cell files alone.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Alignment, uniformity and anisotropy per pooler (SimCSE's measures, the LWAP paper's uniformity claim):
-the report's section and its figure, one panel per backbone and regime, one point per pooler.
+"""Alignment, uniformity and anisotropy per pooler (SimCSE's measures, the LWAP paper's uniformity claim),
+read from the cells and judged: one panel per backbone and regime, one point per pooler, the gaps against
+the seed spread, the rank correlation with the STS average (geometry_section writes and draws them).
 
 A grid run since `lwap eval` measures the geometry has it in every cell. A grid made before keeps only its
 scores, not its models: its cells are retrained for the geometry (same config, overrides and seed; STS
