@@ -226,6 +226,7 @@ NOT_PATHS: dict[str, str] = {
             "eval.eval_steps",
             "eval.before_training",
             "eval.keep_best",
+            "eval.start_competes",
             "eval.batch_size",
         ),
         "a setting",
