@@ -31,38 +31,28 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lwap.compare.cells import write as write_cell
+from lwap.compare.grid import BACKBONE as DEFAULT_BACKBONE
+from lwap.compare.grid import STS_COLUMNS, Grid, backbone_name
+from lwap.compare.runner import untouched_model
+from lwap.compare.settings import code_version
+from lwap.eval.geometry import MEASURES
+
 REPO = Path(__file__).resolve().parents[1]
 COMPARE = REPO / "benchmarks" / "results" / "compare"
 GEOMETRY = COMPARE / "geometry"
-DEFAULT_BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
 BACKBONES = (DEFAULT_BACKBONE, "../shared/models/minilm-l6-mlm")
 REGIMES = ("unsup", "sup")
 POOLERS = ("lwap", "cls", "mean", "weighted", "first_last_avg", "last2_avg")  # the cheap-to-read ones first
-STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
-MEASURES = ("alignment", "uniformity", "anisotropy")
-
-
-def backbone_name(backbone: str) -> str:
-    return Path(backbone.rstrip("/")).name
 
 
 def committed_dir(backbone: str) -> Path:
-    """The grid's own folder for a backbone (as compare_poolers.results_dir)."""
-    return COMPARE if backbone == DEFAULT_BACKBONE else COMPARE / "backbones" / backbone_name(backbone)
+    """The grid's own folder for a backbone, as `lwap compare` lays it out."""
+    return Grid(COMPARE, COMPARE / "work").cells_dir(backbone)
 
 
 def geometry_dir(backbone: str, regime: str) -> Path:
     return GEOMETRY / backbone_name(backbone) / regime
-
-
-def commit() -> str:
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
-    ).stdout.strip()
-    return head + ("-dirty" if dirty else "")
 
 
 def run_logged(command: list[str], log: Path) -> None:
@@ -146,7 +136,7 @@ def run_cell(backbone: str, regime: str, pooler: str, seed: int, work: Path) -> 
         "config": committed["config"],
         "overrides": committed["overrides"],
         "retrains": str(source.relative_to(REPO)),
-        "commit": commit(),
+        "commit": code_version(),
         "settings": settings(results, committed, "sts (SciFact left out: the geometry needs STS-B test)"),
         "train_wall_seconds": round(train_seconds, 1),
         "eval_wall_seconds": round(time.perf_counter() - tick, 1),
@@ -186,13 +176,6 @@ def geometry_line(geometry: dict[str, Any]) -> str:
     return ", ".join(f"{m} {geometry[m]:.3f}" for m in MEASURES)
 
 
-def write_cell(path: Path, cell: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(cell, indent=2) + "\n", encoding="utf-8")
-    partial.replace(path)
-
-
 def untouched_poolings(backbone: str) -> list[str]:
     """The grid's untouched rows for this backbone (mean; also cls and first_last_avg for a plain encoder)."""
     folder = committed_dir(backbone)
@@ -201,23 +184,7 @@ def untouched_poolings(backbone: str) -> list[str]:
 
 
 def untouched_source(backbone: str, pooling: str) -> Path:
-    name = "untouched-backbone.json" if pooling == "mean" else f"untouched-{pooling}.json"
-    return committed_dir(backbone) / name
-
-
-def untouched_model(backbone: str, work: Path, pooling: str) -> str:
-    """As the grid's reference rows: a sentence-transformers backbone itself for mean pooling, else the
-    backbone with `pooling` and no training, saved once."""
-    from lwap import build_model
-    from lwap.backbones import resolve_backbone
-
-    local = Path(backbone) if Path(backbone).exists() else Path(resolve_backbone(backbone))
-    if (local / "modules.json").is_file() and pooling == "mean":
-        return backbone
-    folder = work / f"untouched-{pooling}" / "model"
-    if not (folder / "modules.json").is_file():
-        build_model(backbone, pooling=pooling).save(str(folder))
-    return str(folder)
+    return Grid(COMPARE, COMPARE / "work").reference_file(backbone, pooling)
 
 
 def run_untouched(backbone: str, work: Path) -> None:
@@ -237,7 +204,7 @@ def run_untouched(backbone: str, work: Path) -> None:
             "backbone": backbone,
             "pooling": pooling,
             "retrains": str(untouched_source(backbone, pooling).relative_to(REPO)),
-            "commit": commit(),
+            "commit": code_version(),
             "settings": settings(results, committed, "stsb (the other scores: the committed row's)"),
             "eval_wall_seconds": round(time.perf_counter() - tick, 1),
             "scores": sts_scores(results),
