@@ -252,7 +252,7 @@ def _geometry(
     """Alignment, uniformity and anisotropy over STS-B test (`lwap.eval.geometry`), from the embeddings
     the STS scores used (encoded here only on the mteb path, which keeps its own). None for a set with
     no positive pair (a cut-down mirror): alignment would be undefined, so no geometry is reported."""
-    from lwap.eval.geometry import POSITIVE_MIN_SCORE, protocol, sts_geometry
+    from lwap.eval.geometry import has_positive_pair, protocol, sts_geometry
     from lwap.eval.sts_scoring import embed_unique
 
     first = [p.sentences1 for p in task.subsets.values()]
@@ -260,7 +260,7 @@ def _geometry(
     sentences1 = [s for side in first for s in side]
     sentences2 = [s for side in second for s in side]
     gold = [g for p in task.subsets.values() for g in p.scores]
-    if not any(g >= POSITIVE_MIN_SCORE for g in gold):
+    if not has_positive_pair(gold):
         return None
     missing = [s for s in dict.fromkeys([*sentences1, *sentences2]) if s not in vectors]
     if missing:

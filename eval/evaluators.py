@@ -52,12 +52,12 @@ class GeometrySimilarityEvaluator(InferenceLengthSimilarityEvaluator):
         return embeddings
 
     def __call__(self, model: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
-        from lwap.eval.geometry import MEASURES, POSITIVE_MIN_SCORE, sts_geometry
+        from lwap.eval.geometry import MEASURES, has_positive_pair, sts_geometry
 
         self._embedded = []
         metrics = super().__call__(model, *args, **kwargs)
-        positives = any(g >= POSITIVE_MIN_SCORE for g in self.gold)  # else alignment is undefined: skip
-        if positives and len(self._embedded) == 2 and not self.precision:  # sentences1, then sentences2
+        # embedded: sentences1, then sentences2; no positive pair: alignment undefined, no geometry
+        if has_positive_pair(self.gold) and len(self._embedded) == 2 and not self.precision:
             vectors = dict(zip(self.sentences1, self._embedded[0], strict=True))
             vectors.update(zip(self.sentences2, self._embedded[1], strict=True))
             geometry = sts_geometry(self.sentences1, self.sentences2, self.gold, vectors)

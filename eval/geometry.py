@@ -75,6 +75,11 @@ def anisotropy(vectors: np.ndarray) -> float:
     return float((total @ total - (x * x).sum()) / (n * (n - 1)))
 
 
+def has_positive_pair(gold: Sequence[float], min_score: float = POSITIVE_MIN_SCORE) -> bool:
+    """Whether alignment is defined on this set: some pair scores at least `min_score`."""
+    return any(score >= min_score for score in gold)
+
+
 def sts_geometry(
     sentences1: Sequence[str],
     sentences2: Sequence[str],
@@ -87,9 +92,9 @@ def sts_geometry(
     Positives: the pairs with gold ≥ `min_score`. Uniformity and anisotropy: every distinct sentence of
     the set (both sides), each once, so a sentence that recurs in several pairs is not weighted up.
     """
-    positives = [k for k, score in enumerate(gold) if score >= min_score]
-    if not positives:
+    if not has_positive_pair(gold, min_score):
         raise ValueError(f"no pair has a gold score >= {min_score}: alignment is undefined")
+    positives = [k for k, score in enumerate(gold) if score >= min_score]
     x = np.stack([vectors[sentences1[k]] for k in positives])
     y = np.stack([vectors[sentences2[k]] for k in positives])
     distinct = list(dict.fromkeys([*sentences1, *sentences2]))
