@@ -64,12 +64,17 @@ def retrained_run(cell: dict[str, Any]) -> Run:
     return Run(cell["seed"], geometry, cell["scores"].get("avg_all"), dev, cell["train"]["best_step"])
 
 
+def retrained_dir(grid: Grid, backbone: str) -> Path:
+    """Where the geometry retrains of a grid made before the measures are kept."""
+    return grid.results / "geometry" / backbone_name(backbone)
+
+
 def untouched_rows(grid: Grid, backbone: str) -> dict[str, dict[str, Any]]:
     rows = {}
     for pooling in UNTOUCHED_POOLINGS:
         reference = grid.reference_file(backbone, pooling)
         scores = read(reference)["scores"] if reference.exists() else {}
-        retrained = grid.results / "geometry" / backbone_name(backbone) / f"untouched-{pooling}.json"
+        retrained = retrained_dir(grid, backbone) / f"untouched-{pooling}.json"
         if all(m in scores for m in MEASURES):
             rows[pooling] = {"geometry": scores, "sts_avg": scores.get("avg_all")}
         elif retrained.exists():
@@ -83,9 +88,7 @@ def panel(grid: Grid, backbone: str, regime: str) -> Panel | None:
     runs = {p: found for p, found in runs.items() if found}
     retrained = not runs
     if retrained:
-        for path in sorted(
-            (grid.results / "geometry" / backbone_name(backbone) / regime).glob("*-seed*.json")
-        ):
+        for path in sorted((retrained_dir(grid, backbone) / regime).glob("*-seed*.json")):
             cell = read(path)
             runs.setdefault(cell["pooler"], []).append(retrained_run(cell))
         runs = {p: sorted(runs[p], key=lambda r: r.seed) for p in POOLERS if p in runs}
