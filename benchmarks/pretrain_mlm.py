@@ -40,6 +40,7 @@ from transformers import (
     AutoTokenizer,
     BertConfig,
     BertForMaskedLM,
+    BertModel,
     DataCollatorForLanguageModeling,
     Trainer,
     TrainerCallback,
@@ -202,6 +203,7 @@ class Slice(TrainerCallback):
 
     def __init__(self, a: argparse.Namespace, run: dict) -> None:
         self.a, self.run, self.start, self.saved, self.stop = a, run, time.monotonic(), time.monotonic(), ""
+        self.cpu = time.process_time()  # CPU-seconds too: the budget is in CPU-hours, the machine shared
         self.previous = {s: signal.signal(s, self.request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
         run["slices"].append({"seconds": 0, "to_step": 0, "tokens_seen": 0, "machine": machine()})
 
@@ -222,7 +224,9 @@ class Slice(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         seconds, tokens = round(time.monotonic() - self.start), state.num_input_tokens_seen
-        self.run["slices"][-1].update(seconds=seconds, to_step=state.global_step, tokens_seen=tokens)
+        cpu_seconds = round(time.process_time() - self.cpu)
+        self.run["slices"][-1].update(seconds=seconds, cpu_seconds=cpu_seconds, to_step=state.global_step,
+                                      tokens_seen=tokens)
         files.write_json_atomically(self.run, self.a.run_dir / "run.json")
         write_curve(self.a.run_dir, state.log_history)
 
@@ -273,28 +277,23 @@ def machine() -> str:
 
 
 def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> None:
-    """The encoder as a sentence-transformers folder (Transformer + mean Pooling) with SOURCE.md."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-
+    """The encoder as a plain transformers folder with SOURCE.md, laid out like bert-base-uncased: no
+    sentence-transformers modules, so `SentenceTransformer(folder)` gives it mean pooling, lwap gives it any
+    pooler, and `lwap compare` treats it as a plain encoder (untouched [CLS] and first-last rows too)."""
     state, mlm = read_state(checkpoint), SparseMLM.from_pretrained(checkpoint, dtype=torch.float32)
     write_curve(a.run_dir, state["log_history"])
+    torch.manual_seed(a.seed)
+    encoder = BertModel(mlm.config)  # with the pooler every BertModel load expects: MLM never trains it, so
+    missing = encoder.load_state_dict(mlm.bert.state_dict(), strict=False).missing_keys  # it stays random
+    assert all(key.startswith("pooler.") for key in missing), missing
     a.out.parent.mkdir(parents=True, exist_ok=True)
     with files.atomic_path(a.out) as partial:
-        mlm.bert.save_pretrained(partial / "hf")
-        tokenizer.save_pretrained(partial / "hf")
-        transformer = Transformer(str(partial / "hf"), max_seq_length=a.seq_len)
-        pooling = Pooling(mlm.config.hidden_size, "mean")
-        model = SentenceTransformer(modules=[transformer, pooling], device="cpu")
-        model[0].model.to(torch.bfloat16)  # half the size on disk; config.json keeps dtype float32, so
-        model.save(str(partial))  # loading upcasts to fp32 (checked in tests/test_pretrain_mlm.py)
-        if a.shard_mb:  # e.g. a GPU machine that returns files of at most 16 MiB
-            (partial / "model.safetensors").unlink()
-            model[0].model.save_pretrained(partial, max_shard_size=f"{a.shard_mb}MB")
-        config = json.loads((partial / "config.json").read_text(encoding="utf-8"))
+        shards = {"max_shard_size": f"{a.shard_mb}MB"} if a.shard_mb else {}  # e.g. a GPU machine's 16 MiB
+        encoder.to(torch.bfloat16).save_pretrained(partial, **shards)  # half the size on disk
+        tokenizer.save_pretrained(partial)
+        config = json.loads((partial / "config.json").read_text(encoding="utf-8"))  # dtype float32: loads
+        # upcast to fp32 (tests/test_pretrain_mlm.py)
         files.write_json_atomically({**config, "dtype": "float32"}, partial / "config.json")
-        shutil.rmtree(partial / "hf")
-        (partial / "README.md").unlink(missing_ok=True)  # its generated card names the temporary path
         for name in ("loss_curve.png", "loss_curve.csv"):
             shutil.copy(a.run_dir / name, partial / name)
         megabytes = sum(f.stat().st_size for f in partial.rglob("*") if f.is_file()) / 1e6
@@ -308,6 +307,7 @@ def source_md(a: argparse.Namespace, state: dict, mlm: SparseMLM, run: dict, meg
     last = ([h for h in state["log_history"] if "eval_loss" in h] or [{"eval_loss": math.nan}])[-1]
     params = sum(p.numel() for p in mlm.bert.parameters()) / 1e6
     hours, machines = sum(s["seconds"] for s in slices) / 3600, sorted({s["machine"] for s in slices})
+    cpu_hours = sum(s.get("cpu_seconds", math.nan) for s in slices) / 3600  # nan: a slice did not record it
     return f"""# {a.name}: a BERT pretrained from scratch with masked-language modelling only
 
 Made by `benchmarks/pretrain_mlm.py` (the reasons for each choice: its docstring, docs/PRETRAIN.md) with
@@ -322,11 +322,13 @@ initialisation, bert-base-uncased WordPiece vocabulary (from all-MiniLM-L6-v2). 
 - Training: {state["global_step"]}/{a.max_steps} steps of {a.batch} rows x {a.seq_len} tokens (sentences \
 packed `[CLS] s1 [SEP] s2 [SEP] ...`), {state["num_input_tokens_seen"]:,} tokens seen; AdamW lr {a.lr} \
 (β2 0.98, wd 0.01), {a.warmup} warm-up steps, then linear decay; {"fp32" if a.no_bf16 else "bf16 autocast"}; \
-seed {a.seed}; {hours:.2f} h of training in {len(slices)} slice(s) on {"; ".join(machines)}.
+seed {a.seed}; {hours:.2f} h of training ({cpu_hours:.2f} CPU-hours) in {len(slices)} slice(s) on \
+{"; ".join(machines)}.
 - Held-out MLM loss {last["eval_loss"]:.4f}, perplexity {math.exp(last["eval_loss"]):.1f} (step \
 {last.get("step")}; one fixed masking of the held-out rows). Loss curve: `loss_curve.png`, `loss_curve.csv`.
-- Pooling declared in modules.json: mean (what sentence-transformers gives a plain BERT); lwap's poolers
-  replace it (`lwap.build_model(this_folder, pooling=...)`).
+- A plain transformers folder (like bert-base-uncased): `AutoModel.from_pretrained`, sentence-transformers
+  (mean pooling, its default for a plain encoder) and `lwap.build_model(this_folder, pooling=...)` load it.
+  Its pooler layer (`pooler.dense`) is random and never trained: MLM does not use it, nor does lwap.
 - Data (Wikipedia sentences; every evaluation sentence removed): `{json.dumps(run["data"])}`
 """
 

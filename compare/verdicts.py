@@ -16,8 +16,8 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     """The regime in short: where the paper's `lwap` ranks among the poolers (by mean over seeds) on
-    Avg. (all), Avg. (wmean) and SciFact, and its gap to `cls`, the paper's baseline, under both
-    aggregations, judged against the seed spread."""
+    Avg. (all), Avg. (wmean) and SciFact, and its gap to `cls`, the paper's baseline, on each of the
+    three (STS under both aggregations, and retrieval), judged against the seed spread."""
     poolers = [p for p in cells if p in POOLERS]
     if "lwap" not in poolers or len(poolers) < 2:
         return []
@@ -29,7 +29,7 @@ def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
         ranked = " > ".join(f"`{p}` {means[p]:.2f}" for p in order)
         out.append(f"- {label}: `lwap` ranks {order.index('lwap') + 1} of {len(order)} ({ranked}).")
     if "cls" in cells:
-        for key, label in keys[:2]:  # SimCSE's aggregation and the LWAP paper's
+        for key, label in keys:  # SimCSE's aggregation, the LWAP paper's, and retrieval
             base, other = ([c["scores"][key] for c in cells[p]] for p in ("lwap", "cls"))
             gap = difference("lwap", "cls", base, other)
             out.append(f"- Against `cls` (the paper's baseline), {label}: {gap}.")

@@ -10,6 +10,7 @@ import gzip
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from types import ModuleType
 
 import pytest
 import torch
+from transformers import AutoModel
 
 from lwap.errors import ConfigError
 
@@ -102,13 +104,17 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
     slices = json.loads((run / "run.json").read_text())["slices"]
     assert [s["to_step"] for s in slices] == [1, 8]
     assert state["num_input_tokens_seen"] > slices[0]["tokens_seen"] > 0
+    assert all(s["cpu_seconds"] >= 0 for s in slices)  # the budget is counted in CPU-hours
     csv = (run / "loss_curve.csv").read_text().splitlines()
     assert csv[0] == "step,tokens_seen,train_loss,held_out_loss" and len(csv) > 3
 
     backbone = tmp_path / "backbone"
     source = (backbone / "SOURCE.md").read_text()
     assert "8/8 steps" in source and "perplexity" in source and "--max-minutes" not in source
+    assert re.search(r"\(\d+\.\d\d CPU-hours\)", source)
     assert 'removed_as_evaluation": 5' in source
+    assert not (backbone / "modules.json").exists()  # a plain encoder, like bert-base-uncased
+    assert AutoModel.from_pretrained(backbone).dtype == torch.float32
     model = lwap.build_model(str(backbone), pooling="lwap")
     assert {p.dtype for p in model.parameters()} == {torch.float32}  # stored bf16, loaded fp32
     vectors = model.encode(["A man is playing a guitar.", "Stocks fell."], convert_to_tensor=True)
