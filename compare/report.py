@@ -27,6 +27,7 @@ from lwap.compare.grid import (
     backbone_name,
     backbones,
 )
+from lwap.compare.overview import lwap_against_cls
 from lwap.compare.prose import BACKBONE_NOTES, Wording, header, user_wording
 from lwap.compare.reruns import rerun_section
 from lwap.compare.summaries import dev_from_the_backbone, scifact_cls_against_mean
@@ -177,6 +178,7 @@ def report_text(results: Path, wording: Wording | None = None) -> str:
     others = [f"`{b}`" for b in found if b != BACKBONE]
     text = [
         *header(wording, others),
+        *lwap_against_cls(grid, found),
         *(line for backbone in found for line in backbone_sections(grid, backbone, wording)),
         *attention_section(grid, found, wording),
         *geometry_section(results, wording),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from lwap.compare.grid import PLANNED_SEEDS, POOLERS, UNTOUCHED_POOLINGS, VARIANTS, variant_overrides
 
@@ -160,18 +160,31 @@ def attention_note(runs: list[dict[str, Any]]) -> str:
     return note + f", most on layer {profile.index(max(profile))} (0 = embedding output)."
 
 
-def difference(a: str, b: str, base: list[float], other: list[float]) -> str:
-    """`a` − `b` with its verdict against the seed spread (and Welch's p) when both have ≥ 2 seeds."""
+class Gap(NamedTuple):
+    """`a` − `b` over seeds: the difference of means, whether it exceeds the two seed sds summed (None with
+    one seed: no spread to compare with), and Welch's p (None likewise)."""
+
+    delta: float
+    larger: bool | None
+    p: float | None
+
+
+def gap(base: list[float], other: list[float]) -> Gap:
     from scipy.stats import ttest_ind
 
     (m1, s1), (m2, s2) = mean_std(base), mean_std(other)
-    delta = m1 - m2
-    if min(len(base), len(other)) < 2:  # one seed has no spread to compare with
-        return f"`{a}` − `{b}` = {delta:+.2f} (one seed: spread unknown)"
-    larger = abs(delta) > s1 + s2
-    p = ttest_ind(base, other, equal_var=False).pvalue
-    verdict = "**larger than the seed spread**" if larger else "within the seed spread"
-    return f"`{a}` − `{b}` = {delta:+.2f} ({verdict}; p = {p:.3f})"
+    if min(len(base), len(other)) < 2:
+        return Gap(m1 - m2, None, None)
+    return Gap(m1 - m2, abs(m1 - m2) > s1 + s2, float(ttest_ind(base, other, equal_var=False).pvalue))
+
+
+def difference(a: str, b: str, base: list[float], other: list[float]) -> str:
+    """`a` − `b` with its verdict against the seed spread (and Welch's p) when both have ≥ 2 seeds."""
+    g = gap(base, other)
+    if g.larger is None:
+        return f"`{a}` − `{b}` = {g.delta:+.2f} (one seed: spread unknown)"
+    verdict = "**larger than the seed spread**" if g.larger else "within the seed spread"
+    return f"`{a}` − `{b}` = {g.delta:+.2f} ({verdict}; p = {g.p:.3f})"
 
 
 def below_step_zero(cells: dict[str, list[dict[str, Any]]]) -> list[str]:

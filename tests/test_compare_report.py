@@ -60,6 +60,11 @@ def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> No
     assert "| `lwap` | 3 | 80.10 ± 0.10 |" in text
     assert "| `cls` | 3 | 75.10 ± 0.10 |" in text
     assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
+    assert "SciFact nDCG@10: `lwap` − `cls` = +0.00 (within the seed spread; p = 1.000)" in text
+    above = "+5.00: **above** (p < 0.01)"
+    overview = f"| all-MiniLM-L6-v2 | unsupervised | 3/3 | {above} | {above} |"
+    assert overview + " +0.00: level (p = 1.00) |" in text  # the table of every backbone, first
+    assert text.index(overview) < text.index("## Unsupervised SimCSE")
     assert "`lwap` − `mean` = +0.00 (within the seed spread" in text
     assert "_No cells of the `sup` regime yet._" in text
     write_cell(tmp_path / "cells/unsup", "weighted", 0, 70.0, 50.0)  # one seed: no spread to judge by
