@@ -43,11 +43,12 @@ its plain last [CLS] and with the first-last average (SimCSE's "BERT [CLS]" and 
 }
 
 INTRO = """\
-Backbone: the packaged all-MiniLM-L6-v2 (6 layers, H = 384) — the only pretrained encoder available
-offline here. It was already trained contrastively with mean pooling on a billion pairs, so this measures
-what a short SimCSE run does to an already strong sentence encoder with each pooler (new heads — `lwap`'s
-attention, `cls`'s MLP — start random), not what the LWAP paper measured (bert-base from MLM
-pre-training).
+First backbone (the sections without a backbone name): the packaged all-MiniLM-L6-v2 (6 layers,
+H = 384). It was already trained contrastively with mean pooling on a billion pairs, so its sections
+measure what a short SimCSE run does to an already strong sentence encoder with each pooler (new heads —
+`lwap`'s attention, `cls`'s MLP — start random), not what the LWAP paper measured (bert-base from MLM
+pre-training). The other backbones, each introduced in its own "the backbone" section, come closer to
+the paper's regime: a last layer trained for token prediction.
 
 Budget (identical for every pooler and seed; only `model.pooling` and `training.seed` differ, so a seed
 gives every pooler the same data order):

@@ -1,0 +1,121 @@
+"""Which budget a plain (MLM-only) backbone's pooler grid gets: issue 26 asks that plain SimCSE clearly
+gain over the untouched backbone at the grid's budget, and that the budget be raised for every pooler
+alike if it does not.
+
+    python benchmarks/budget_probe.py --backbone benchmarks/backbones/bert-mlm-4l256
+
+The budgets are tried in this order, fixed before the backbone they are for existed, so the choice cannot
+follow the answer:
+
+- `grid`: the other backbones' budget, the shipped `compare/*-minilm` configs as they are;
+- `lr`: learning rate 3e-4 for both regimes (ELECTRA-Small's fine-tuning rate: a small encoder trained
+  from scratch barely moves in 100-200 steps at the 2e-5 / 3e-5 made for bert-base);
+- `long`: lr 3e-4 and more training: unsupervised 1,000 steps (64,000 sentences, 5x), supervised 3 epochs
+  (297 steps, the LWAP paper's epochs).
+
+Each budget trains `cls` (plain SimCSE) and `mean`, seed 0, evaluated on the seven STS tasks, beside the
+backbone's untouched rows (mean, last [CLS], first-last average; every task). A regime takes the first
+budget whose trained `cls` beats every untouched row on Avg. (all) by at least MARGIN points; if none does,
+the last one, and the table says so. Cells go to benchmarks/results/compare/budget/NAME/ (tracked), with a
+README.md table; models to runs/budget/ (not tracked). A rerun skips the finished cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MARGIN = 2.0  # Avg. (all) points: "clearly" above every untouched row
+BUDGETS: dict[str, dict[str, list[str]]] = {
+    "grid": {"unsup": [], "sup": []},
+    "lr": {"unsup": ["training.learning_rate=3e-4"], "sup": ["training.learning_rate=3e-4"]},
+    "long": {
+        "unsup": ["training.learning_rate=3e-4", "data.max_examples=64000"],
+        "sup": ["training.learning_rate=3e-4", "training.epochs=3"],
+    },
+}
+UNTOUCHED = {
+    "mean": "untouched-backbone.json",
+    "cls": "untouched-cls.json",
+    "first_last_avg": "untouched-first_last_avg.json",
+}
+
+
+def run_budget(backbone: str, regime: str, label: str, results: Path, work: Path, untouched: bool) -> None:
+    command = [sys.executable, "-m", "lwap", "compare", "run", "--results", str(results / label)]
+    command += ["--work-dir", str(work / label), "--backbone", backbone, "--regime", regime]
+    command += ["--seeds", "0", "--poolers", "cls", "mean", "--tasks", "sts"]
+    command += [a for o in BUDGETS[label][regime] for a in ("--set", o)]
+    subprocess.run(command + ([] if untouched else ["--no-untouched"]), check=True, cwd=REPO)
+
+
+def avg_all(path: Path) -> float:
+    return json.loads(path.read_text(encoding="utf-8"))["scores"]["avg_all"]
+
+
+def probe(backbone: str, results: Path, work: Path) -> tuple[list[str], dict[str, str]]:
+    """Run the budgets in order per regime until one passes; the table rows and each regime's choice."""
+    name = Path(backbone.rstrip("/")).name
+    first = results / "grid" / "backbones" / name  # the untouched rows, measured once with the first budget
+    rows, chosen = [], {}
+    for regime in ("unsup", "sup"):
+        for i, label in enumerate(BUDGETS):
+            run_budget(backbone, regime, label, results, work, untouched=(regime, i) == ("unsup", 0))
+            before = {p: avg_all(first / f) for p, f in UNTOUCHED.items()}
+            cells = results / label / "backbones" / name / regime
+            trained = {p: avg_all(cells / f"{p}-seed0.json") for p in ("cls", "mean")}
+            passed = all(trained["cls"] - b >= MARGIN for b in before.values())
+            overrides = (
+                ", ".join(f"`{o}`" for o in BUDGETS[label][regime]) or "none (the configs as they are)"
+            )
+            rows.append(
+                f"| {regime} | `{label}` | {overrides} | {trained['cls']:.2f} | {trained['mean']:.2f} | "
+                f"{'**yes**' if passed else 'no'} |"
+            )
+            if passed or i == len(BUDGETS) - 1:
+                chosen[regime] = label if passed else f"{label} (none passed: the largest)"
+                break
+    header = " | ".join(f"untouched `{p}` {v:.2f}" for p, v in before.items())
+    return [
+        f"Untouched rows, Avg. (all): {header}.",
+        "",
+        "| regime | budget | --set | trained `cls` | trained `mean` | `cls` ≥ every untouched row + 2 |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *rows,
+    ], chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--backbone", required=True, help="a plain encoder folder (no sentence-transformers modules)"
+    )
+    a = parser.parse_args(argv)
+    name = Path(a.backbone.rstrip("/")).name
+    results, work = REPO / "benchmarks/results/compare/budget" / name, REPO / "runs/budget" / name
+    table, chosen = probe(a.backbone, results, work)
+    choice = [f"- {regime}: `{label}`" for regime, label in chosen.items()]
+    text = [
+        f"# Budget probe: {name}",
+        "",
+        f"Made by `python benchmarks/budget_probe.py --backbone {a.backbone}` "
+        "(the rule: its docstring). Seed 0, STS tasks only; STS Spearman × 100.",
+        "",
+        *table,
+        "",
+        "Chosen (the grid's `--set` for every pooler):",
+        "",
+        *choice,
+        "",
+    ]
+    (results / "README.md").write_text("\n".join(text), encoding="utf-8")
+    print("\n".join(text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""benchmarks/budget_probe.py's rule: budgets in their fixed order, the first where trained `cls` beats
+every untouched row by MARGIN wins; none passing takes the largest and says so; untouched rows once."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+UNTOUCHED = {"mean": 45.0, "cls": 17.0, "first_last_avg": 44.0}
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("budget_probe", REPO / "benchmarks" / "budget_probe.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write(path: Path, avg: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"scores": {"avg_all": avg}}), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("trained_cls", "expected"),
+    [
+        ({"unsup": {"grid": 40.0, "lr": 48.0}, "sup": {"grid": 60.0}}, {"unsup": "lr", "sup": "grid"}),
+        (
+            {"unsup": {"grid": 30.0, "lr": 40.0, "long": 46.9}, "sup": {"grid": 47.5}},
+            {"unsup": "long (none passed: the largest)", "sup": "grid"},
+        ),
+    ],
+)
+def test_the_first_budget_that_clearly_gains_is_chosen(
+    tmp_path: Path, trained_cls: dict, expected: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = load_script()
+    calls = []
+
+    def fake_run(backbone: str, regime: str, label: str, results: Path, work: Path, untouched: bool) -> None:
+        calls.append((regime, label, untouched))
+        folder = results / label / "backbones" / "mlm"
+        if untouched:  # the best untouched row is mean, 45.0: `cls` must reach 47.0
+            for pooling, file in script.UNTOUCHED.items():
+                write(folder / file, UNTOUCHED[pooling])
+        write(folder / regime / "cls-seed0.json", trained_cls[regime][label])
+        write(folder / regime / "mean-seed0.json", 50.0)
+
+    monkeypatch.setattr(script, "run_budget", fake_run)
+    rows, chosen = script.probe("benchmarks/backbones/mlm", tmp_path, tmp_path / "work")
+    assert chosen == expected
+    assert [c for c in calls if c[2]] == [("unsup", "grid", True)]  # untouched rows measured once
+    tried = [label for regime, label, _ in calls if regime == "unsup"]
+    assert tried == list(script.BUDGETS)[: len(trained_cls["unsup"])]  # in order, stopping at the first pass
+    assert rows[0].startswith("Untouched rows, Avg. (all): untouched `mean` 45.00")
