@@ -180,6 +180,17 @@ def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[di
     return [{"input_ids": row[row != pad]} for row in arrays["train"]], held_out, report
 
 
+def unigram_loss(train: list[dict], held_out: list[dict], tokenizer) -> float:
+    """The held-out MLM loss of predicting each masked token by its training frequency alone (add-one
+    smoothed; special tokens, never a label, excluded): what a model that ignores the context scores, so
+    the model's held-out loss can be read against it."""
+    counts = np.bincount(np.concatenate([r["input_ids"] for r in train]), minlength=len(tokenizer)) + 1.0
+    counts[tokenizer.all_special_ids] = 0.0
+    labels = torch.stack([r["labels"] for r in held_out]).numpy()
+    labels = labels[labels != -100]
+    return float(-np.log(counts[labels] / counts.sum()).mean())
+
+
 def collator(tokenizer):
     """MLM masking for training batches; held-out rows arrive already masked and are only stacked."""
     mlm = DataCollatorForLanguageModeling(tokenizer)  # 15% of tokens; 80% [MASK], 10% random, 10% kept
@@ -325,7 +336,9 @@ packed `[CLS] s1 [SEP] s2 [SEP] ...`), {state["num_input_tokens_seen"]:,} tokens
 seed {a.seed}; {hours:.2f} h of training ({cpu_hours:.2f} CPU-hours) in {len(slices)} slice(s) on \
 {"; ".join(machines)}.
 - Held-out MLM loss {last["eval_loss"]:.4f}, perplexity {math.exp(last["eval_loss"]):.1f} (step \
-{last.get("step")}; one fixed masking of the held-out rows). Loss curve: `loss_curve.png`, `loss_curve.csv`.
+{last.get("step")}; one fixed masking of the held-out rows). Predicting each masked token by its training \
+frequency alone (a unigram model, no context) scores {run["unigram_loss"]:.4f} on the same tokens \
+(perplexity {math.exp(run["unigram_loss"]):.1f}). Loss curve: `loss_curve.png`, `loss_curve.csv`.
 - A plain transformers folder (like bert-base-uncased): `AutoModel.from_pretrained`, sentence-transformers
   (mean pooling, its default for a plain encoder) and `lwap.build_model(this_folder, pooling=...)` load it.
   Its pooler layer (`pooler.dense`) is random and never trained: MLM does not use it, nor does lwap.
@@ -361,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.export or (checkpoint and read_state(checkpoint)["global_step"] >= a.max_steps):
         if checkpoint is None:
             raise DataError(f"{a.run_dir}: no finished checkpoint to export")
+        run["unigram_loss"] = unigram_loss(train, held_out, tokenizer)
         export(a, tokenizer, checkpoint, run)
         return 0
     args = TrainingArguments(
@@ -389,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"slice: {seconds:.0f} s ({cpu:.0f} CPU-s) to step {trainer.state.global_step}, {tokens:,} tokens: "
           f"{tokens / seconds:,.0f} tokens/s, {tokens / cpu:,.0f} per CPU-s ({machine()})", flush=True)
     if not a.measure and trainer.state.global_step >= a.max_steps:  # its last step was evaluated and saved
+        run["unigram_loss"] = unigram_loss(train, held_out, tokenizer)
         export(a, tokenizer, finished_checkpoints(a.run_dir)[-1], run)
     return 0
 

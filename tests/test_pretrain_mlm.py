@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import math
 import os
 import re
 import signal
@@ -112,6 +113,8 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
     source = (backbone / "SOURCE.md").read_text()
     assert "8/8 steps" in source and "perplexity" in source and "--max-minutes" not in source
     assert re.search(r"\(\d+\.\d\d CPU-hours\)", source)
+    unigram = float(re.search(r"a unigram model, no context\) scores (\d+\.\d+)", source).group(1))
+    assert math.log(32) < unigram < math.log(len(script.load_tokenizer()))  # skewed, below uniform
     assert 'removed_as_evaluation": 5' in source
     assert not (backbone / "modules.json").exists()  # a plain encoder, like bert-base-uncased
     assert AutoModel.from_pretrained(backbone).dtype == torch.float32
