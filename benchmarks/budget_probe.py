@@ -53,12 +53,21 @@ def run_budget(backbone: str, regime: str, label: str, results: Path, work: Path
     subprocess.run(command + ([] if untouched else ["--no-untouched"]), check=True, cwd=REPO)
 
 
+def depth_settings(backbone: Path) -> list[str]:
+    """`weighted` pools the top half of the layers, as its default start (4) does on the 6-layer backbones
+    (layers 4-6); on a 4-layer one that start would leave the last layer alone, i.e. its plain [CLS]."""
+    layers = json.loads((backbone / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"]
+    start = layers - layers // 2 + 1
+    return [] if start == 4 else [f"model.weighted_layer_start={start}"]
+
+
 def avg_all(path: Path) -> float:
     return json.loads(path.read_text(encoding="utf-8"))["scores"]["avg_all"]
 
 
-def probe(backbone: str, results: Path, work: Path) -> tuple[list[str], dict[str, str]]:
-    """Run the budgets in order per regime until one passes; the table rows and each regime's choice."""
+def probe(backbone: str, results: Path, work: Path) -> tuple[list[str], dict[str, tuple[str, bool]]]:
+    """Run the budgets in order per regime until one passes; the table rows and each regime's choice
+    (the budget, and whether it passed: if none did, the last)."""
     name = Path(backbone.rstrip("/")).name
     first = results / "grid" / "backbones" / name  # the untouched rows, measured once with the first budget
     rows, chosen = [], {}
@@ -77,9 +86,9 @@ def probe(backbone: str, results: Path, work: Path) -> tuple[list[str], dict[str
                 f"{'**yes**' if passed else 'no'} |"
             )
             if passed or i == len(BUDGETS) - 1:
-                chosen[regime] = label if passed else f"{label} (none passed: the largest)"
+                chosen[regime] = (label, passed)
                 break
-    header = " | ".join(f"untouched `{p}` {v:.2f}" for p, v in before.items())
+    header = ", ".join(f"`{p}` {v:.2f}" for p, v in before.items())
     return [
         f"Untouched rows, Avg. (all): {header}.",
         "",
@@ -98,7 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     name = Path(a.backbone.rstrip("/")).name
     results, work = REPO / "benchmarks/results/compare/budget" / name, REPO / "runs/budget" / name
     table, chosen = probe(a.backbone, results, work)
-    choice = [f"- {regime}: `{label}`" for regime, label in chosen.items()]
+    choice = []
+    for regime, (label, passed) in chosen.items():
+        sets = " ".join(f"--set {o}" for o in [*BUDGETS[label][regime], *depth_settings(Path(a.backbone))])
+        verdict = "" if passed else " (no budget passed: the largest tried)"
+        choice += [f"- {regime}: `{label}`{verdict}:", "", f"      python benchmarks/compare_poolers.py run "
+                   f"--regime {regime} --backbone {a.backbone} {sets}".rstrip(), ""]
     text = [
         f"# Budget probe: {name}",
         "",
@@ -107,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *table,
         "",
-        "Chosen (the grid's `--set` for every pooler):",
+        "Chosen, and the grid's command (the same `--set` for every pooler and seed):",
         "",
         *choice,
         "",

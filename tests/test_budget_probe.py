@@ -29,10 +29,13 @@ def write(path: Path, avg: float) -> None:
 @pytest.mark.parametrize(
     ("trained_cls", "expected"),
     [
-        ({"unsup": {"grid": 40.0, "lr": 48.0}, "sup": {"grid": 60.0}}, {"unsup": "lr", "sup": "grid"}),
+        (
+            {"unsup": {"grid": 40.0, "lr": 48.0}, "sup": {"grid": 60.0}},
+            {"unsup": ("lr", True), "sup": ("grid", True)},
+        ),
         (
             {"unsup": {"grid": 30.0, "lr": 40.0, "long": 46.9}, "sup": {"grid": 47.5}},
-            {"unsup": "long (none passed: the largest)", "sup": "grid"},
+            {"unsup": ("long", False), "sup": ("grid", True)},
         ),
     ],
 )
@@ -58,3 +61,12 @@ def test_the_first_budget_that_clearly_gains_is_chosen(
     tried = [label for regime, label, _ in calls if regime == "unsup"]
     assert tried == list(script.BUDGETS)[: len(trained_cls["unsup"])]  # in order, stopping at the first pass
     assert rows[0].startswith("Untouched rows, Avg. (all): untouched `mean` 45.00")
+
+
+@pytest.mark.parametrize(
+    ("layers", "settings"),
+    [(6, []), (4, ["model.weighted_layer_start=3"]), (12, ["model.weighted_layer_start=7"])],
+)
+def test_weighted_pools_the_top_half_of_the_layers(tmp_path: Path, layers: int, settings: list[str]) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": layers}), encoding="utf-8")
+    assert load_script().depth_settings(tmp_path) == settings
