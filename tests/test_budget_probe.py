@@ -60,7 +60,7 @@ def test_the_first_budget_that_clearly_gains_is_chosen(
     assert [c for c in calls if c[2]] == [("unsup", "grid", True)]  # untouched rows measured once
     tried = [label for regime, label, _ in calls if regime == "unsup"]
     assert tried == list(script.BUDGETS)[: len(trained_cls["unsup"])]  # in order, stopping at the first pass
-    assert rows[0].startswith("Untouched rows, Avg. (all): untouched `mean` 45.00")
+    assert rows[0].startswith("Untouched rows, Avg. (all): `mean` 45.00, `cls` 17.00")
 
 
 @pytest.mark.parametrize(
