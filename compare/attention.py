@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lwap.compare.cells import load_cells
-from lwap.compare.grid import REGIMES, Grid, backbone_name, backbones
+from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name, backbones
 from lwap.compare.prose import Wording, user_wording
 
 FIGURE_ROWS = ("lwap", "lwap-native")  # the attention profiles drawn, where a backbone has their cells
@@ -50,10 +50,6 @@ def layer_name(index: int) -> str:
     return "the embedding output" if index == 0 else f"layer {index}"
 
 
-def regime_word(regime: str) -> str:
-    return "unsupervised" if regime == "unsup" else "supervised"
-
-
 def attention_section(grid: Grid, backbones: list[str], wording: Wording) -> list[str]:
     """The figure in the report, and what each profile shows in numbers: where its attention peaks, what
     its last layer gets against uniform, and how the paper's `lwap` differs between the backbones."""
@@ -73,7 +69,7 @@ def attention_section(grid: Grid, backbones: list[str], wording: Wording) -> lis
     for regime, profiles in by_regime.items():
         if not profiles:
             continue
-        lines += [f"{regime_word(regime).capitalize()}:", ""]
+        lines += [f"{REGIME_WORDS[regime].capitalize()}:", ""]
         for profile in profiles:
             a = profile.attention
             top, low = a.index(max(a)), a.index(min(a))
@@ -129,7 +125,7 @@ def draw_figure(results: Path, output: Path, wording: Wording | None = None) -> 
             panel.set_xticks(range(layers), ["emb", *map(str, range(1, layers))])
             panel.set_ylim(0, 1.1 * top)  # one scale for both panels (they share it)
             panel.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-        panel.set_title(f"{regime_word(regime)} SimCSE", fontsize=10)
+        panel.set_title(f"{REGIME_WORDS[regime]} SimCSE", fontsize=10)
         panel.set_xlabel("layer attended (key; emb = embedding output)")
     panels[0].set_ylabel("mean attention weight (STS-B test)")
     figure.suptitle(f"What LWAP attends to, per backbone ({wording.prog} figure)", fontsize=10)

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lwap.compare.cells import load_cells, read
-from lwap.compare.grid import POOLERS, REGIMES, UNTOUCHED_POOLINGS, Grid, backbone_name, backbones
+from lwap.compare.grid import (
+    POOLERS,
+    REGIME_WORDS,
+    REGIMES,
+    UNTOUCHED_POOLINGS,
+    Grid,
+    backbone_name,
+    backbones,
+)
 
 MEASURES = ("alignment", "uniformity", "anisotropy")
 FIGURE = "alignment_uniformity.png"  # beside the report (and the layer-attention figure)
@@ -46,8 +54,8 @@ class Panel(NamedTuple):
 
     @property
     def title(self) -> str:
-        regime = "unsupervised" if self.regime == "unsup" else "supervised"
-        return f"{backbone_name(self.backbone)}, {regime}{' (retrained)' if self.retrained else ''}"
+        retrained = " (retrained)" if self.retrained else ""
+        return f"{backbone_name(self.backbone)}, {REGIME_WORDS[self.regime]}{retrained}"
 
 
 def grid_run(cell: dict[str, Any]) -> Run | None:

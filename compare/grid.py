@@ -18,6 +18,7 @@ REGIME_TITLES = {
     "unsup": "Unsupervised SimCSE (Wikipedia sentences)",
     "sup": "Supervised SimCSE (SNLI triplets)",
 }
+REGIME_WORDS = {"unsup": "unsupervised", "sup": "supervised"}  # in running text and table cells
 POOLERS = ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
 PLANNED_SEEDS = (0, 1, 2)
 # LWAP for already-trained encoders (issue 12): the `lwap` pooler with these settings on top of the grid's

@@ -7,11 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from lwap.compare.cells import load_cells
-from lwap.compare.grid import REGIMES, Grid, backbone_name
-from lwap.compare.verdicts import gap
-
-MEASURES = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
-REGIME_NAMES = {"unsup": "unsupervised", "sup": "supervised"}
+from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name
+from lwap.compare.verdicts import HEADLINE, gap
 
 
 def verdict_cell(cells: dict[str, list[dict[str, Any]]], key: str) -> str:
@@ -33,8 +30,8 @@ def lwap_against_cls(grid: Grid, found: list[str]) -> list[str]:
             cells = load_cells(grid.cells_dir(backbone) / regime)
             if "lwap" in cells and "cls" in cells:
                 seeds = f"{len(cells['lwap'])}/{len(cells['cls'])}"
-                scores = " | ".join(verdict_cell(cells, key) for key, _ in MEASURES)
-                rows.append(f"| {backbone_name(backbone)} | {REGIME_NAMES[regime]} | {seeds} | {scores} |")
+                scores = " | ".join(verdict_cell(cells, key) for key, _ in HEADLINE)
+                rows.append(f"| {backbone_name(backbone)} | {REGIME_WORDS[regime]} | {seeds} | {scores} |")
     if not rows:
         return []
     return [
@@ -44,8 +41,8 @@ def lwap_against_cls(grid: Grid, found: list[str]) -> list[str]:
         "standard deviations summed, else level; p from Welch's t-test. Each backbone's section below has",
         "the cells, the other poolers and the budget.",
         "",
-        "| backbone | regime | seeds (lwap/cls) | " + " | ".join(label for _, label in MEASURES) + " |",
-        "|" + " --- |" * (3 + len(MEASURES)),
+        "| backbone | regime | seeds (lwap/cls) | " + " | ".join(label for _, label in HEADLINE) + " |",
+        "|" + " --- |" * (3 + len(HEADLINE)),
         *rows,
         "",
     ]

@@ -9,6 +9,9 @@ from typing import Any, NamedTuple
 
 from lwap.compare.grid import PLANNED_SEEDS, POOLERS, UNTOUCHED_POOLINGS, VARIANTS, variant_overrides
 
+# The three figures each verdict reads: SimCSE's STS aggregation, the LWAP paper's, and retrieval.
+HEADLINE = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
+
 
 def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
@@ -22,14 +25,13 @@ def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     if "lwap" not in poolers or len(poolers) < 2:
         return []
     out = []
-    keys = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
-    for key, label in keys:
+    for key, label in HEADLINE:
         means = {p: statistics.fmean(c["scores"][key] for c in cells[p]) for p in poolers}
         order = sorted(poolers, key=lambda p: -means[p])
         ranked = " > ".join(f"`{p}` {means[p]:.2f}" for p in order)
         out.append(f"- {label}: `lwap` ranks {order.index('lwap') + 1} of {len(order)} ({ranked}).")
     if "cls" in cells:
-        for key, label in keys:  # SimCSE's aggregation, the LWAP paper's, and retrieval
+        for key, label in HEADLINE:
             base, other = ([c["scores"][key] for c in cells[p]] for p in ("lwap", "cls"))
             gap = difference("lwap", "cls", base, other)
             out.append(f"- Against `cls` (the paper's baseline), {label}: {gap}.")
