@@ -28,6 +28,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lwap.compare.cells import read
+from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
+
 REPO = Path(__file__).resolve().parents[1]
 MARGIN = 2.0  # Avg. (all) points: "clearly" above every untouched row
 BUDGETS: dict[str, dict[str, list[str]]] = {
@@ -37,11 +40,6 @@ BUDGETS: dict[str, dict[str, list[str]]] = {
         "unsup": ["training.learning_rate=3e-4", "data.max_examples=64000"],
         "sup": ["training.learning_rate=3e-4", "training.epochs=3"],
     },
-}
-UNTOUCHED = {
-    "mean": "untouched-backbone.json",
-    "cls": "untouched-cls.json",
-    "first_last_avg": "untouched-first_last_avg.json",
 }
 
 
@@ -61,22 +59,22 @@ def depth_settings(backbone: Path) -> list[str]:
     return [] if start == 4 else [f"model.weighted_layer_start={start}"]
 
 
-def avg_all(path: Path) -> float:
-    return json.loads(path.read_text(encoding="utf-8"))["scores"]["avg_all"]
-
-
 def probe(backbone: str, results: Path, work: Path) -> tuple[list[str], dict[str, tuple[str, bool]]]:
     """Run the budgets in order per regime until one passes; the table rows and each regime's choice
     (the budget, and whether it passed: if none did, the last)."""
-    name = Path(backbone.rstrip("/")).name
-    first = results / "grid" / "backbones" / name  # the untouched rows, measured once with the first budget
+    reference = Grid(results / "grid", work / "grid")  # untouched rows: measured once, with the first budget
     rows, chosen = [], {}
     for regime in ("unsup", "sup"):
         for i, label in enumerate(BUDGETS):
             run_budget(backbone, regime, label, results, work, untouched=(regime, i) == ("unsup", 0))
-            before = {p: avg_all(first / f) for p, f in UNTOUCHED.items()}
-            cells = results / label / "backbones" / name / regime
-            trained = {p: avg_all(cells / f"{p}-seed0.json") for p in ("cls", "mean")}
+            before = {
+                p: read(reference.reference_file(backbone, p))["scores"]["avg_all"]
+                for p in UNTOUCHED_POOLINGS
+            }
+            grid = Grid(results / label, work / label)
+            trained = {
+                p: read(grid.cell_file(backbone, regime, p, 0))["scores"]["avg_all"] for p in ("cls", "mean")
+            }
             passed = all(trained["cls"] - b >= MARGIN for b in before.values())
             overrides = (
                 ", ".join(f"`{o}`" for o in BUDGETS[label][regime]) or "none (the configs as they are)"
@@ -104,15 +102,20 @@ def main(argv: list[str] | None = None) -> int:
         "--backbone", required=True, help="a plain encoder folder (no sentence-transformers modules)"
     )
     a = parser.parse_args(argv)
-    name = Path(a.backbone.rstrip("/")).name
+    name = backbone_name(a.backbone)
     results, work = REPO / "benchmarks/results/compare/budget" / name, REPO / "runs/budget" / name
     table, chosen = probe(a.backbone, results, work)
     choice = []
     for regime, (label, passed) in chosen.items():
         sets = " ".join(f"--set {o}" for o in [*BUDGETS[label][regime], *depth_settings(Path(a.backbone))])
         verdict = "" if passed else " (no budget passed: the largest tried)"
-        choice += [f"- {regime}: `{label}`{verdict}:", "", f"      python benchmarks/compare_poolers.py run "
-                   f"--regime {regime} --backbone {a.backbone} {sets}".rstrip(), ""]
+        choice += [
+            f"- {regime}: `{label}`{verdict}:",
+            "",
+            f"      python benchmarks/compare_poolers.py run "
+            f"--regime {regime} --backbone {a.backbone} {sets}".rstrip(),
+            "",
+        ]
     text = [
         f"# Budget probe: {name}",
         "",

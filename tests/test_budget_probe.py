@@ -10,6 +10,8 @@ from types import ModuleType
 
 import pytest
 
+from lwap.compare.grid import Grid
+
 REPO = Path(__file__).resolve().parents[1]
 UNTOUCHED = {"mean": 45.0, "cls": 17.0, "first_last_avg": 44.0}
 
@@ -47,12 +49,12 @@ def test_the_first_budget_that_clearly_gains_is_chosen(
 
     def fake_run(backbone: str, regime: str, label: str, results: Path, work: Path, untouched: bool) -> None:
         calls.append((regime, label, untouched))
-        folder = results / label / "backbones" / "mlm"
+        grid = Grid(results / label, work / label)
         if untouched:  # the best untouched row is mean, 45.0: `cls` must reach 47.0
-            for pooling, file in script.UNTOUCHED.items():
-                write(folder / file, UNTOUCHED[pooling])
-        write(folder / regime / "cls-seed0.json", trained_cls[regime][label])
-        write(folder / regime / "mean-seed0.json", 50.0)
+            for pooling, avg in UNTOUCHED.items():
+                write(grid.reference_file(backbone, pooling), avg)
+        write(grid.cell_file(backbone, regime, "cls", 0), trained_cls[regime][label])
+        write(grid.cell_file(backbone, regime, "mean", 0), 50.0)
 
     monkeypatch.setattr(script, "run_budget", fake_run)
     rows, chosen = script.probe("benchmarks/backbones/mlm", tmp_path, tmp_path / "work")
