@@ -67,8 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--held-out", type=int, default=4000, help="sentences held out for the MLM loss")
     p.add_argument("--seq-len", type=int, default=256)
     p.add_argument("--batch", type=int, default=64, help="rows per step")
-    p.add_argument("--max-steps", type=int, default=4000, help="steps of the whole run (sets the schedule)")
-    for flag, default in (("--lr", 5e-4), ("--warmup", 300), ("--eval-steps", 250), ("--seed", 0)):
+    p.add_argument("--max-steps", type=int, default=800, help="steps of the whole run (sets the schedule)")
+    for flag, default in (("--lr", 5e-4), ("--warmup", 80), ("--eval-steps", 200), ("--seed", 0)):
         p.add_argument(flag, type=type(default), default=default)
     p.add_argument("--max-minutes", type=float, help="stop (with a checkpoint) after this slice")
     p.add_argument("--save-minutes", type=float, default=10.0)
