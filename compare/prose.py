@@ -40,6 +40,19 @@ training (untouched [CLS] scores far above bert-base's), so absolute numbers are
 paper's or SimCSE's bert-base tables; the rankings are what this answers. Same budgets as the MiniLM grid
 (the config files named in each section); its untouched rows are the backbone with mean pooling, with
 its plain last [CLS] and with the first-last average (SimCSE's "BERT [CLS]" and "BERT (first-last avg.)").""",
+    "bert-mlm-4l256": """\
+`benchmarks/backbones/bert-mlm-4l256/` is a BERT made here from random weights with masked-language
+modelling only (`benchmarks/pretrain_mlm.py`; its SOURCE.md and docs/PRETRAIN.md): no sentence-level
+objective ever touched any of its layers, which is the LWAP paper's regime. **It is small and early in
+MLM training, not bert-base**: 4 layers, H = 256, 11 M parameters, 12.9 M tokens of Wikipedia in 800
+steps (1.7 CPU-hours), held-out MLM perplexity 901 against 1,453 for a unigram model, where bert-base's
+is single digits. Its untouched last [CLS] is near useless for STS, as bert-base's is (SimCSE's
+"BERT [CLS]" row), and its mean and first-last average are far above it. Its budget is the one
+`benchmarks/budget_probe.py` chose by a rule fixed before the backbone existed (the first budget under
+which plain SimCSE `cls` beats every untouched row by 2 points, else the largest tried;
+`benchmarks/results/compare/budget/bert-mlm-4l256/README.md`), the same for every pooler and seed, with
+`weighted` over the top half of its 4 layers (`model.weighted_layer_start=3`), as on the 6-layer
+backbones; each section names the settings.""",
 }
 
 INTRO = """\
