@@ -167,26 +167,35 @@ def run_reference(grid: Grid, backbone: str, poolings: tuple[str, ...] = UNTOUCH
     plain = local is not None and not (local / "modules.json").is_file()
     work = grid.work_dir(backbone)
     for pooling in poolings if plain else ("mean",):
-        cell_file = grid.reference_file(backbone, pooling)
+        cell_file, name = grid.reference_file(backbone, pooling), untouched_name(pooling)
         if cell_file.exists():
             continue
-        tick = time.perf_counter()
-        name = untouched_name(pooling)
-        model = untouched_model(backbone, work, pooling)
-        results = evaluate(model, work / name / "eval", work / f"{name}.log")
-        cell = {
-            "model": f"{backbone} ({pooling} pooling, no training)",
-            "backbone": backbone,
-            "pooling": pooling,
-            "commit": settings.code_version(),
-            "eval_wall_seconds": round(time.perf_counter() - tick, 1),
-            "eval_precision": EVAL_PRECISION,
-            "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
-            "settings": settings.current(None, EVAL_PRECISION),
-            "scores": cellfiles.scores(results),
-        }
-        cellfiles.write(cell_file, cell)
-        print(f"[ok  ] untouched {pooling}: avg {cell['scores']['avg_all']:.2f}", flush=True)
+        with claim(work / f"{name}.lock") as mine:  # a second grid process moves on to the cells
+            if not mine:
+                print(f"[busy] untouched {pooling}: another grid process measures it", flush=True)
+            elif not cell_file.exists():  # finished by another process between the check and the claim
+                measure_reference(backbone, pooling, work, cell_file)
+
+
+def measure_reference(backbone: str, pooling: str, work: Path, cell_file: Path) -> None:
+    """Evaluate one untouched row (no training) and write its reference file."""
+    tick = time.perf_counter()
+    name = untouched_name(pooling)
+    model = untouched_model(backbone, work, pooling)
+    results = evaluate(model, work / name / "eval", work / f"{name}.log")
+    cell = {
+        "model": f"{backbone} ({pooling} pooling, no training)",
+        "backbone": backbone,
+        "pooling": pooling,
+        "commit": settings.code_version(),
+        "eval_wall_seconds": round(time.perf_counter() - tick, 1),
+        "eval_precision": EVAL_PRECISION,
+        "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
+        "settings": settings.current(None, EVAL_PRECISION),
+        "scores": cellfiles.scores(results),
+    }
+    cellfiles.write(cell_file, cell)
+    print(f"[ok  ] untouched {pooling}: avg {cell['scores']['avg_all']:.2f}", flush=True)
 
 
 def minutes(seconds: float) -> str:

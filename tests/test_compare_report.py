@@ -3,6 +3,7 @@ settings that differ within a grid, and docs/RESULTS.md reproduced byte for byte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -11,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from lwap.compare import report
-from lwap.compare.grid import BACKBONE, Grid, backbones
+from lwap.compare.grid import BACKBONE, UNTOUCHED_POOLINGS, Grid, backbones
 from lwap.compare.maintenance import attach_profiles
 from lwap.compare.prose import REPOSITORY
-from lwap.compare.runner import Cell, restart_flags
+from lwap.compare.runner import Cell, restart_flags, run_reference, untouched_name
 from lwap.locking import claim, read_owner
 
 REPO = Path(__file__).resolve().parents[1]
@@ -216,6 +217,26 @@ def test_grid_processes_share_a_grid_through_cell_locks(
     with claim(lock) as mine:
         assert mine and read_owner(lock).pid == os.getpid()
     assert not lock.exists()
+
+
+def test_untouched_rows_held_by_another_grid_process_are_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The untouched rows take a lock too: two processes started on one plain backbone do not both
+    measure them into the same folder; the second moves on to the cells."""
+    plain = tmp_path / "plain-bert"  # a plain encoder folder (no modules.json): three untouched rows
+    plain.mkdir()
+    (plain / "config.json").write_text("{}", encoding="utf-8")
+    grid = Grid(tmp_path / "cells", tmp_path / "work")
+    work = grid.work_dir(str(plain))
+    with contextlib.ExitStack() as held:
+        for pooling in UNTOUCHED_POOLINGS:
+            assert held.enter_context(claim(work / f"{untouched_name(pooling)}.lock"))
+        run_reference(grid, str(plain))  # would fail building a model from the empty config if it ran
+    out = capsys.readouterr().out
+    for pooling in UNTOUCHED_POOLINGS:
+        assert f"[busy] untouched {pooling}: another grid process measures it" in out
+    assert not any(grid.reference_file(str(plain), p).exists() for p in UNTOUCHED_POOLINGS)
 
 
 def test_the_report_describes_each_attention_profile_and_the_shift_between_backbones(tmp_path: Path) -> None:
