@@ -1,18 +1,23 @@
 """The MLM-only BERT shipped for the paper's regime (benchmarks/backbones/bert-mlm-4l256, issue 26): it
-loads offline as a plain encoder, and it is what its SOURCE.md says."""
+loads offline as a plain encoder, it is what its SOURCE.md says, and it is the model the committed grid's
+untouched rows were measured on (so a re-export that changed the weights cannot pass silently)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
+import os
 import re
 from pathlib import Path
 
+import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
 BACKBONE = REPO / "benchmarks" / "backbones" / "bert-mlm-4l256"
+GRID = REPO / "benchmarks" / "results" / "compare" / "backbones" / "bert-mlm-4l256"
+MIRROR = Path(os.environ.get("LWAP_DATA_DIR", REPO.parent / "shared" / "data"))
 SENTENCES = ["A man is playing a guitar.", "Stocks fell sharply on Monday."]
 
 
@@ -52,3 +57,16 @@ def test_its_source_md_states_the_recipe_and_its_loss_curve() -> None:
     assert re.search(r"\(\d+\.\d\d CPU-hours\)", source)
     removed = json.loads(re.search(r"Data \(.*?\): `(\{.*\})`", source).group(1))["evaluation_sentences"]
     assert set(removed) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact"}
+
+
+@pytest.mark.skipif(not (MIRROR / "stsb").is_dir(), reason="needs the data mirror")
+@pytest.mark.parametrize("pooling", ["cls", "first_last_avg"])
+def test_the_committed_untouched_rows_were_measured_on_these_weights(pooling: str) -> None:
+    """STS-B test as `lwap compare` measured it (bf16, 256 tokens), against the committed row."""
+    import lwap
+    from lwap.eval import evaluate_model
+
+    model = lwap.build_model(str(BACKBONE), pooling=pooling)
+    results = evaluate_model(model, ["stsb"], precision="bf16", max_seq_length=256, device="cpu")
+    committed = json.loads((GRID / f"untouched-{pooling}.json").read_text(encoding="utf-8"))["scores"]
+    assert results["sts"]["stsb"]["score"] == pytest.approx(committed["stsb"], abs=0.05)
