@@ -3,11 +3,13 @@ subprocesses (each cell a fresh process, as a user would run it), resumable at a
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,22 @@ def restart_flags(out: Path) -> list[str]:
     return ["--overwrite"] if out.exists() else []
 
 
+def run_once(lock: Path, done: Path, what: str, work: Callable[[], None]) -> bool:
+    """`work()` unless `done` exists or another grid process holds `lock` (then a [busy] line): how two
+    processes share one grid. True when this process ran it."""
+    if done.exists():
+        return False
+    with claim(lock) as mine:
+        if not mine:
+            owner = f" ({mine.owner.describe()})" if mine.owner else ""
+            print(f"[busy] {what}: another grid process runs it{owner}", flush=True)
+            return False
+        if done.exists():  # finished by another process between the check and the claim
+            return False
+        work()
+    return True
+
+
 def train(config: str, overrides: list[str], out: Path, log: Path) -> None:
     """`lwap train CONFIG --set ...` into `out`, resuming a stopped run; nothing if its model is saved."""
     if (out / "model" / "modules.json").is_file():
@@ -83,17 +101,7 @@ class Cell:
     def run(self, extra: list[str], tasks: str = "all") -> bool:
         """Train and evaluate unless the cell file exists or another grid process has the cell; True
         when this process ran it."""
-        if self.file.exists():
-            return False
-        with claim(self.lock) as mine:
-            if not mine:
-                owner = f" ({mine.owner.describe()})" if mine.owner else ""
-                print(f"[busy] {self}: another grid process runs it{owner}", flush=True)
-                return False
-            if self.file.exists():  # finished by another process between the check and the claim
-                return False
-            self.train_and_evaluate(extra, tasks)
-        return True
+        return run_once(self.lock, self.file, str(self), lambda: self.train_and_evaluate(extra, tasks))
 
     def train_and_evaluate(self, extra: list[str], tasks: str) -> None:
         """`lwap train` (resuming a stopped run), `lwap eval`, then the cell file."""
@@ -167,14 +175,10 @@ def run_reference(grid: Grid, backbone: str, poolings: tuple[str, ...] = UNTOUCH
     plain = local is not None and not (local / "modules.json").is_file()
     work = grid.work_dir(backbone)
     for pooling in poolings if plain else ("mean",):
-        cell_file, name = grid.reference_file(backbone, pooling), untouched_name(pooling)
-        if cell_file.exists():
-            continue
-        with claim(work / f"{name}.lock") as mine:  # a second grid process moves on to the cells
-            if not mine:
-                print(f"[busy] untouched {pooling}: another grid process measures it", flush=True)
-            elif not cell_file.exists():  # finished by another process between the check and the claim
-                measure_reference(backbone, pooling, work, cell_file)
+        cell_file = grid.reference_file(backbone, pooling)
+        lock = work / f"{untouched_name(pooling)}.lock"  # a second grid process moves on to the cells
+        measure = functools.partial(measure_reference, backbone, pooling, work, cell_file)
+        run_once(lock, cell_file, f"untouched {pooling}", measure)
 
 
 def measure_reference(backbone: str, pooling: str, work: Path, cell_file: Path) -> None:

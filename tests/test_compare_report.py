@@ -235,7 +235,7 @@ def test_untouched_rows_held_by_another_grid_process_are_skipped(
         run_reference(grid, str(plain))  # would fail building a model from the empty config if it ran
     out = capsys.readouterr().out
     for pooling in UNTOUCHED_POOLINGS:
-        assert f"[busy] untouched {pooling}: another grid process measures it" in out
+        assert f"[busy] untouched {pooling}: another grid process runs it" in out
     assert not any(grid.reference_file(str(plain), p).exists() for p in UNTOUCHED_POOLINGS)
 
 
