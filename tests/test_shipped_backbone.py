@@ -14,9 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from lwap.compare.cells import read
+from lwap.compare.grid import Grid
+
 REPO = Path(__file__).resolve().parents[1]
 BACKBONE = REPO / "benchmarks" / "backbones" / "bert-mlm-4l256"
-GRID = REPO / "benchmarks" / "results" / "compare" / "backbones" / "bert-mlm-4l256"
+GRID = Grid(REPO / "benchmarks" / "results" / "compare", REPO / "outputs" / "compare")  # the committed grids
 MIRROR = Path(os.environ.get("LWAP_DATA_DIR", REPO.parent / "shared" / "data"))
 SENTENCES = ["A man is playing a guitar.", "Stocks fell sharply on Monday."]
 
@@ -68,5 +71,5 @@ def test_the_committed_untouched_rows_were_measured_on_these_weights(pooling: st
 
     model = lwap.build_model(str(BACKBONE), pooling=pooling)
     results = evaluate_model(model, ["stsb"], precision="bf16", max_seq_length=256, device="cpu")
-    committed = json.loads((GRID / f"untouched-{pooling}.json").read_text(encoding="utf-8"))["scores"]
+    committed = read(GRID.reference_file("benchmarks/backbones/bert-mlm-4l256", pooling))["scores"]
     assert results["sts"]["stsb"]["score"] == pytest.approx(committed["stsb"], abs=0.05)
