@@ -69,6 +69,11 @@ def fixed_overrides(backbone: str, extra: list[str]) -> list[str]:
     return ([] if backbone == BACKBONE else [f"model.backbone={backbone}"]) + list(extra)
 
 
+def shared_overrides(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The overrides a grid's cells share (fixed_overrides as they were run); [] for a grid with no cells."""
+    return next(iter(cells.values()))[0].get("overrides", [])[2:] if cells else []
+
+
 def check_same_budget(folder: Path, shared: list[str]) -> None:
     """Refuse to mix budgets in one grid: every cell must differ only in pooler and seed."""
     for path in sorted(folder.glob("*.json")):

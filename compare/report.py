@@ -12,7 +12,7 @@ from typing import Any
 
 from lwap.compare import settings
 from lwap.compare.attention import attention_section
-from lwap.compare.cells import load_cells
+from lwap.compare.cells import load_cells, shared_overrides
 from lwap.compare.geometry_section import geometry_section
 from lwap.compare.grid import (
     BACKBONE,
@@ -65,12 +65,25 @@ def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]], backbone: s
     if minutes:
         status += f"; median {statistics.median(minutes):.1f} min per cell (train + eval, as run)"
     if done < planned:
-        option = "" if backbone == BACKBONE else f" --backbone {backbone}"
         status += (
-            f". The missing cells are runs the grid has not reached yet, not runs left out: "
-            f"`{wording.prog} run --regime {regime}{option}` continues it"
+            ". The missing cells are runs the grid has not reached yet, not runs left out: "
+            f"`{continue_command(regime, cells, backbone, wording)}` continues it"
         )
+        if not cells and backbone != BACKBONE:
+            status += " (with the `--set` budget chosen for this backbone, if it has one)"
     return status + "."
+
+
+def continue_command(
+    regime: str, cells: dict[str, list[dict[str, Any]]], backbone: str, wording: Wording
+) -> str:
+    """The command that runs a grid's missing cells: its backbone and the `--set` budget its cells were
+    made with, since the runner refuses a cell made with another budget (cells.check_same_budget)."""
+    command = f"{wording.prog} run --regime {regime}"
+    if backbone != BACKBONE:
+        command += f" --backbone {backbone}"
+    budget = shared_overrides(cells)
+    return command + "".join(f" --set {o}" for o in budget if not o.startswith("model.backbone="))
 
 
 def figure(value: float | None) -> str:
@@ -90,7 +103,7 @@ def regime_section(
     if not cells and not reference:
         return [f"_No cells of the `{regime}` regime yet._", ""]
     lines = [grid_status(regime, cells, backbone, wording), ""]
-    budget = next(iter(cells.values()))[0].get("overrides", [])[2:] if cells else []
+    budget = shared_overrides(cells)
     if budget:
         listed = ", ".join(f"`{o}`" for o in budget)
         lines += [f"Settings beyond `{REGIMES[regime]}`: {listed}", ""]

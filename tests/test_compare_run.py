@@ -175,7 +175,9 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     assert "## mlm-only-bert: Unsupervised SimCSE" in text
     assert "| untouched backbone (cls, no training) | – |" in text  # a plain encoder's last [CLS] row
     assert "`training.max_steps=2`" in text
-    assert f"--regime unsup --backbone {backbone}` continues it" in text
+    # the command that continues the grid carries its budget: without it the runner refuses (above)
+    continuing = f"--regime unsup --backbone {backbone}" + "".join(f" --set {o}" for o in budget)
+    assert f"{continuing}` continues it" in text
     assert "| mlm-only-bert | unsup | `lwap` | 0 | 2 |" in text
 
 
