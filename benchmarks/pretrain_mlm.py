@@ -131,10 +131,16 @@ def read_splits(a: argparse.Namespace) -> tuple[list[str], list[str], dict]:
         raise DataError(f"{wiki}: {len(kept)} usable sentences, need more than --held-out {a.held_out}")
     held, train, held_keys = kept[: a.held_out], kept[a.held_out :], set(map(normalise, kept[: a.held_out]))
     train_kept = [s for s in train if normalise(s) not in held_keys]
-    report = {"file": str(wiki).replace(str(data), "$LWAP_DATA_DIR"), "lines_read": len(kept) + len(removed),
-              "evaluation_sentences": per_set, "removed_as_evaluation": len(removed),
-              "removed_examples": removed[:5], "removed_as_held_out_duplicate": len(train) - len(train_kept),
-              "held_out": len(held), "train": len(train_kept)}
+    report = {
+        "file": str(wiki).replace(str(data), "$LWAP_DATA_DIR"),
+        "lines_read": len(kept) + len(removed),
+        "evaluation_sentences": per_set,
+        "removed_as_evaluation": len(removed),
+        "removed_examples": removed[:5],
+        "removed_as_held_out_duplicate": len(train) - len(train_kept),
+        "held_out": len(held),
+        "train": len(train_kept),
+    }
     return train_kept, held, report
 
 
@@ -167,16 +173,22 @@ def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[di
         train, held, report = read_splits(a)
         a.run_dir.mkdir(parents=True, exist_ok=True)
         with files.atomic_path(cache) as partial, partial.open("wb") as handle:
-            np.savez(handle, train=pack(tokenizer, train, a.seq_len), held=pack(tokenizer, held, a.seq_len),
-                     report=json.dumps(report))
+            np.savez(
+                handle,
+                train=pack(tokenizer, train, a.seq_len),
+                held=pack(tokenizer, held, a.seq_len),
+                report=json.dumps(report),
+            )
     arrays = np.load(cache)
     report = json.loads(str(arrays["report"]))
     report["train_rows"], report["held_out_rows"] = len(arrays["train"]), len(arrays["held"])
     pad, masker = tokenizer.pad_token_id, DataCollatorForLanguageModeling(tokenizer, seed=1234)
     held = masker([{"input_ids": row} for row in arrays["held"].astype(np.int64)])
     held["attention_mask"] = torch.from_numpy(arrays["held"] != pad).long()
-    held_out = [dict(zip(("input_ids", "attention_mask", "labels"), row, strict=True))
-                for row in zip(held["input_ids"], held["attention_mask"], held["labels"], strict=True)]
+    held_out = [
+        dict(zip(("input_ids", "attention_mask", "labels"), row, strict=True))
+        for row in zip(held["input_ids"], held["attention_mask"], held["labels"], strict=True)
+    ]
     return [{"input_ids": row[row != pad]} for row in arrays["train"]], held_out, report
 
 
@@ -229,15 +241,17 @@ class Slice(TrainerCallback):
             self.stop = self.stop or "--max-minutes"
         if self.stop:
             control.should_training_stop = control.should_log = True
-        if not self.a.measure and (self.stop or now - self.saved > self.a.save_minutes * 60
-                                   or state.global_step >= state.max_steps):
+        if not self.a.measure and (
+            self.stop or now - self.saved > self.a.save_minutes * 60 or state.global_step >= state.max_steps
+        ):
             control.should_save, self.saved = True, now
 
     def on_save(self, args, state, control, **kwargs):
         seconds, tokens = round(time.monotonic() - self.start), state.num_input_tokens_seen
         cpu_seconds = round(time.process_time() - self.cpu)
-        self.run["slices"][-1].update(seconds=seconds, cpu_seconds=cpu_seconds, to_step=state.global_step,
-                                      tokens_seen=tokens)
+        self.run["slices"][-1].update(
+            seconds=seconds, cpu_seconds=cpu_seconds, to_step=state.global_step, tokens_seen=tokens
+        )
         files.write_json_atomically(self.run, self.a.run_dir / "run.json")
         write_curve(self.a.run_dir, state.log_history)
 
@@ -254,8 +268,11 @@ def write_curve(run_dir: Path, history: list[dict]) -> None:
     """loss_curve.csv (step, tokens, train loss, held-out loss) and loss_curve.png from the trainer's log."""
     from matplotlib.figure import Figure  # no pyplot: no display, no global figure state
 
-    rows = [(h["step"], h.get("num_input_tokens_seen", ""), h.get("loss", ""), h.get("eval_loss", ""))
-            for h in history if "loss" in h or "eval_loss" in h]
+    rows = [
+        (h["step"], h.get("num_input_tokens_seen", ""), h.get("loss", ""), h.get("eval_loss", ""))
+        for h in history
+        if "loss" in h or "eval_loss" in h
+    ]
     lines = ["step,tokens_seen,train_loss,held_out_loss", *(",".join(map(str, r)) for r in rows)]
     files.write_text_atomically(run_dir / "loss_curve.csv", "\n".join(lines) + "\n")
     axis = Figure(figsize=(6, 4)).subplots()
@@ -365,11 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items() if k in RECIPE}
     log = a.run_dir / "run.json"
     run = json.loads(log.read_text()) if log.is_file() and checkpoint else {"recipe": recipe, "slices": []}
-    changed = [f"--{k.replace('_', '-')} {v} (was {run['recipe'][k]})"
-               for k, v in recipe.items() if run["recipe"].get(k) != v]
+    changed = [
+        f"--{k.replace('_', '-')} {v} (was {run['recipe'][k]})"
+        for k, v in recipe.items()
+        if run["recipe"].get(k) != v
+    ]
     if changed:
-        raise ConfigError(f"{a.run_dir} was started with another recipe: {', '.join(changed)}; "
-                        "use the original options, or another --name to start over")
+        raise ConfigError(
+            f"{a.run_dir} was started with another recipe: {', '.join(changed)}; "
+            "use the original options, or another --name to start over"
+        )
     train, held_out, run["data"] = prepared_data(a, tokenizer)
     if a.export or (checkpoint and read_state(checkpoint)["global_step"] >= a.max_steps):
         if checkpoint is None:
@@ -378,30 +400,64 @@ def main(argv: list[str] | None = None) -> int:
         export(a, tokenizer, checkpoint, run)
         return 0
     args = TrainingArguments(
-        output_dir=str(a.run_dir), max_steps=a.max_steps, per_device_train_batch_size=a.batch,
-        per_device_eval_batch_size=64, learning_rate=a.lr, weight_decay=0.01, adam_beta2=0.98,
-        warmup_steps=a.warmup, lr_scheduler_type="linear", bf16=not a.no_bf16, seed=a.seed,
-        logging_steps=10 if a.measure else 25, eval_strategy="no" if a.measure else "steps",
-        eval_steps=a.eval_steps, save_strategy="no", save_total_limit=2, report_to="none",
-        include_num_input_tokens_seen="non_padding", disable_tqdm=True, dataloader_num_workers=0,
-        use_cpu=not torch.cuda.is_available(), prediction_loss_only=True)
+        output_dir=str(a.run_dir),
+        max_steps=a.max_steps,
+        per_device_train_batch_size=a.batch,
+        per_device_eval_batch_size=64,
+        learning_rate=a.lr,
+        weight_decay=0.01,
+        adam_beta2=0.98,
+        warmup_steps=a.warmup,
+        lr_scheduler_type="linear",
+        bf16=not a.no_bf16,
+        seed=a.seed,
+        logging_steps=10 if a.measure else 25,
+        eval_strategy="no" if a.measure else "steps",
+        eval_steps=a.eval_steps,
+        save_strategy="no",
+        save_total_limit=2,
+        report_to="none",
+        include_num_input_tokens_seen="non_padding",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        use_cpu=not torch.cuda.is_available(),
+        prediction_loss_only=True,
+    )
     layers, hidden, heads = SIZES[a.size]
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=4 * hidden,
-                        max_position_embeddings=a.seq_len, pad_token_id=tokenizer.pad_token_id)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=a.seq_len,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     model = SparseMLM(config)  # random weights; the Trainer loads a checkpoint's into it when resuming
-    trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=held_out,
-                      data_collator=collator(tokenizer), callbacks=[Slice(a, run)])
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=train,
+        eval_dataset=held_out,
+        data_collator=collator(tokenizer),
+        callbacks=[Slice(a, run)],
+    )
     data, where = run["data"], f"resuming from {checkpoint.name}" if checkpoint else "starting fresh"
-    print(f"{a.name}: {sum(p.numel() for p in model.bert.parameters()) / 1e6:.1f} M encoder parameters; "
-          f"{data['train']:,} training sentences in {data['train_rows']:,} rows; {where}", flush=True)
+    print(
+        f"{a.name}: {sum(p.numel() for p in model.bert.parameters()) / 1e6:.1f} M encoder parameters; "
+        f"{data['train']:,} training sentences in {data['train_rows']:,} rows; {where}",
+        flush=True,
+    )
     before = read_state(checkpoint)["num_input_tokens_seen"] if checkpoint else 0
     started, cpu = time.monotonic(), time.process_time()  # CPU time too: the machine may be shared
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     seconds, cpu = time.monotonic() - started, time.process_time() - cpu
     tokens = trainer.state.num_input_tokens_seen - before
-    print(f"slice: {seconds:.0f} s ({cpu:.0f} CPU-s) to step {trainer.state.global_step}, {tokens:,} tokens: "
-          f"{tokens / seconds:,.0f} tokens/s, {tokens / cpu:,.0f} per CPU-s ({machine()})", flush=True)
+    print(
+        f"slice: {seconds:.0f} s ({cpu:.0f} CPU-s) to step {trainer.state.global_step}, {tokens:,} tokens: "
+        f"{tokens / seconds:,.0f} tokens/s, {tokens / cpu:,.0f} per CPU-s ({machine()})",
+        flush=True,
+    )
     if not a.measure and trainer.state.global_step >= a.max_steps:  # its last step was evaluated and saved
         run["unigram_loss"] = unigram_loss(train, held_out, tokenizer)
         export(a, tokenizer, finished_checkpoints(a.run_dir)[-1], run)

@@ -184,8 +184,19 @@ def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(tmp_path: Pat
     )
     assert "- `mean`: 65.00 untouched → 74.00 trained (+9.00; one seed: spread unknown)." in section
     assert (
+        "- Plain SimCSE (`cls`) against the best untouched row (`cls`, 71.00): 75.10 trained (+4.10; above it"
+        " by more than its seed spread: the bar is met)." in section
+    )
+    assert (
         "- `first_last_avg`: 62.00 untouched → 63.00 trained (+1.00; not larger than its seed spread, 1.00)"
         in section
+    )
+    # an untouched first-last average above trained `cls`: the report says the bar is missed
+    write_untouched(grid, "first_last_avg", 80.0, "../models/mlm")
+    missed = report_text(tmp_path).split("## mlm: Unsupervised")[1]
+    assert (
+        "(`first_last_avg`, 80.00): 75.10 trained (-4.90; **not above it by more than its seed spread:"
+        " SimCSE's bar is not met at this budget**)." in missed
     )
     # the default backbone (no untouched cls row) gets no budget check
     write_cell(tmp_path / "cells/unsup", "cls", 0, 75.0, 40.0)

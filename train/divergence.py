@@ -146,4 +146,3 @@ def divergence_message(divergence: Divergence, config: Any, out: Path, config_pa
         f"training diverged at step {divergence.step}: {divergence.what}; stopped without saving a model. "
         f"Try {tries} and start over with --overwrite; {where}"
     )
-
