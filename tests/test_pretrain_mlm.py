@@ -158,3 +158,42 @@ def test_without_the_evaluation_sets_it_refuses_in_one_line(tmp_path: Path, wiki
     result = subprocess.run(command, capture_output=True, text=True, env=env)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("pretrain_mlm: no data mirror")
+
+
+def test_a_fresh_machine_resumes_from_the_committed_snapshot(tmp_path: Path, wiki: Path) -> None:
+    """The run folder is lost (a replaced machine); the snapshot (bf16 weights + the trainer's and the run's
+    state, no optimizer) is what was committed: the run goes on from its step to the end and exports."""
+    import shutil
+
+    script = load_script()
+    snapshot = tmp_path / "snapshot"
+    extra = ("--snapshot-dir", str(snapshot), "--rewarm", "2")
+    assert script.main(options(tmp_path, wiki, *extra, "--max-minutes", "0")) == 0  # one step, then a save
+    assert script.read_state(snapshot)["global_step"] == 1 and not (snapshot / "optimizer.pt").exists()
+    assert json.loads((snapshot / "run.json").read_text())["slices"][0]["to_step"] == 1
+    weights = next(snapshot.glob("*.safetensors"))
+    assert (
+        weights.stat().st_size
+        < 0.6 * next((tmp_path / "run" / "checkpoint-1").glob("*.safetensors")).stat().st_size
+    )
+    shutil.rmtree(tmp_path / "run")
+    assert script.main(options(tmp_path, wiki, *extra)) == 0
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["rewarmed_at"] == 1 and [s["to_step"] for s in run["slices"]] == [1, 8]
+    assert script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"] == 8
+    assert (tmp_path / "backbone" / "SOURCE.md").is_file()
+
+
+def test_rewarmed_schedule_continues_the_linear_one() -> None:
+    from transformers import get_linear_schedule_with_warmup
+
+    script = load_script()
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    linear = get_linear_schedule_with_warmup(
+        optimizer, num_warmup_steps=10, num_training_steps=100
+    ).lr_lambdas[0]
+    assert all(script.rewarmed_factor(k, 0, 10, 100, 1) == pytest.approx(linear(k)) for k in range(100))
+    # resumed at step 60 with a 5-step ramp: the same schedule from there, scaled by 1/5, 2/5, ... then 1
+    assert script.rewarmed_factor(0, 60, 10, 100, 5) == pytest.approx(linear(60) / 5)
+    assert script.rewarmed_factor(4, 60, 10, 100, 5) == pytest.approx(linear(64))
+    assert script.rewarmed_factor(40, 60, 10, 100, 5) == 0.0
