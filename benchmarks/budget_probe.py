@@ -18,6 +18,16 @@ backbone's untouched rows (mean, last [CLS], first-last average; every task). A 
 budget whose trained `cls` beats every untouched row on Avg. (all) by at least MARGIN points; if none does,
 the last one, and the table says so. Cells go to benchmarks/results/compare/budget/NAME/ (tracked), with a
 README.md table; models to runs/budget/ (not tracked). A rerun skips the finished cells.
+
+`--rule gate` is issue 36's gate for a backbone that has learned language, written down (GATE_BUDGETS,
+GATE_MARGINS) before that backbone existed: SimCSE's jump must show before any grid is run on it. Both
+trained `cls` and trained `mean` must beat every untouched row on Avg. (all) by at least 5 points
+unsupervised and 10 supervised (SimCSE's bert-base clears its untouched first-last row by 36 and 44). The
+budgets, in this order: `long` (the grid budget of bert-mlm-4l256); `lr1e-4` (a third of that rate, the
+same training: SimCSE's bert-base rate is 3e-5, and a backbone that has learned language may need a
+gentler one than a plateaued one); `lr1e-4-long` (that rate, unsupervised 3,000 steps (192,000
+sentences), supervised 6 epochs). The first that passes is the grid's budget; if none passes, the gate
+fails, the table says so, and no grid runs until the cause (backbone or trainer) is found.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from lwap.compare.cells import read
 from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
@@ -43,11 +54,42 @@ BUDGETS: dict[str, dict[str, list[str]]] = {
 }
 
 
-def run_budget(backbone: str, regime: str, label: str, results: Path, work: Path, untouched: bool) -> None:
+GATE_BUDGETS: dict[str, dict[str, list[str]]] = {
+    "long": BUDGETS["long"],
+    "lr1e-4": {
+        "unsup": ["training.learning_rate=1e-4", "data.max_examples=64000"],
+        "sup": ["training.learning_rate=1e-4", "training.epochs=3"],
+    },
+    "lr1e-4-long": {
+        "unsup": ["training.learning_rate=1e-4", "data.max_examples=192000"],
+        "sup": ["training.learning_rate=1e-4", "training.epochs=6"],
+    },
+}
+GATE_MARGINS = {"unsup": 5.0, "sup": 10.0}
+
+
+class Rule(NamedTuple):
+    """Budgets in the order they are tried, the margin over every untouched row per regime, and which
+    trained poolers must clear it."""
+
+    budgets: dict[str, dict[str, list[str]]]
+    margins: dict[str, float]
+    must_pass: tuple[str, ...]
+
+
+RULES = {
+    "probe": Rule(BUDGETS, {"unsup": MARGIN, "sup": MARGIN}, ("cls",)),
+    "gate": Rule(GATE_BUDGETS, GATE_MARGINS, ("cls", "mean")),
+}
+
+
+def run_budget(
+    backbone: str, regime: str, label: str, results: Path, work: Path, untouched: bool, rule: Rule
+) -> None:
     command = [sys.executable, "-m", "lwap", "compare", "run", "--results", str(results / label)]
     command += ["--work-dir", str(work / label), "--backbone", backbone, "--regime", regime]
     command += ["--seeds", "0", "--poolers", "cls", "mean", "--tasks", "sts"]
-    command += [a for o in BUDGETS[label][regime] for a in ("--set", o)]
+    command += [a for o in rule.budgets[label][regime] for a in ("--set", o)]
     subprocess.run(command + ([] if untouched else ["--no-untouched"]), check=True, cwd=REPO)
 
 
@@ -59,14 +101,17 @@ def depth_settings(backbone: Path) -> list[str]:
     return [] if start == 4 else [f"model.weighted_layer_start={start}"]
 
 
-def probe(backbone: str, results: Path, work: Path) -> tuple[list[str], dict[str, tuple[str, bool]]]:
+def probe(
+    backbone: str, results: Path, work: Path, rule: Rule = RULES["probe"]
+) -> tuple[list[str], dict[str, tuple[str, bool]]]:
     """Run the budgets in order per regime until one passes; the table rows and each regime's choice
     (the budget, and whether it passed: if none did, the last)."""
-    reference = Grid(results / "grid", work / "grid")  # untouched rows: measured once, with the first budget
+    first = next(iter(rule.budgets))  # the untouched rows: measured once, with the first budget
+    reference = Grid(results / first, work / first)
     rows, chosen = [], {}
     for regime in ("unsup", "sup"):
-        for i, label in enumerate(BUDGETS):
-            run_budget(backbone, regime, label, results, work, untouched=(regime, i) == ("unsup", 0))
+        for i, label in enumerate(rule.budgets):
+            run_budget(backbone, regime, label, results, work, (regime, i) == ("unsup", 0), rule)
             before = {
                 p: read(reference.reference_file(backbone, p))["scores"]["avg_all"]
                 for p in UNTOUCHED_POOLINGS
@@ -75,22 +120,26 @@ def probe(backbone: str, results: Path, work: Path) -> tuple[list[str], dict[str
             trained = {
                 p: read(grid.cell_file(backbone, regime, p, 0))["scores"]["avg_all"] for p in ("cls", "mean")
             }
-            passed = all(trained["cls"] - b >= MARGIN for b in before.values())
+            passed = all(
+                trained[p] - b >= rule.margins[regime] for p in rule.must_pass for b in before.values()
+            )
             overrides = (
-                ", ".join(f"`{o}`" for o in BUDGETS[label][regime]) or "none (the configs as they are)"
+                ", ".join(f"`{o}`" for o in rule.budgets[label][regime]) or "none (the configs as they are)"
             )
             rows.append(
                 f"| {regime} | `{label}` | {overrides} | {trained['cls']:.2f} | {trained['mean']:.2f} | "
                 f"{'**yes**' if passed else 'no'} |"
             )
-            if passed or i == len(BUDGETS) - 1:
+            if passed or i == len(rule.budgets) - 1:
                 chosen[regime] = (label, passed)
                 break
     header = ", ".join(f"`{p}` {v:.2f}" for p, v in before.items())
+    margins = " / ".join(f"{m:g} ({r})" for r, m in rule.margins.items())
+    bar = " and ".join(f"`{p}`" for p in rule.must_pass) + f" ≥ every untouched row + {margins}"
     return [
         f"Untouched rows, Avg. (all): {header}.",
         "",
-        "| regime | budget | --set | trained `cls` | trained `mean` | `cls` ≥ every untouched row + 2 |",
+        f"| regime | budget | --set | trained `cls` | trained `mean` | {bar} |",
         "| --- | --- | --- | --- | --- | --- |",
         *rows,
     ], chosen
@@ -101,14 +150,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backbone", required=True, help="a plain encoder folder (no sentence-transformers modules)"
     )
+    parser.add_argument("--rule", choices=RULES, default="probe", help="issue 26's probe or issue 36's gate")
     a = parser.parse_args(argv)
-    name = backbone_name(a.backbone)
+    name, rule = backbone_name(a.backbone), RULES[a.rule]
     results, work = REPO / "benchmarks/results/compare/budget" / name, REPO / "runs/budget" / name
-    table, chosen = probe(a.backbone, results, work)
+    table, chosen = probe(a.backbone, results, work, rule)
     choice = []
     for regime, (label, passed) in chosen.items():
-        sets = " ".join(f"--set {o}" for o in [*BUDGETS[label][regime], *depth_settings(Path(a.backbone))])
+        sets = " ".join(
+            f"--set {o}" for o in [*rule.budgets[label][regime], *depth_settings(Path(a.backbone))]
+        )
         verdict = "" if passed else " (no budget passed: the largest tried)"
+        if not passed and a.rule == "gate":
+            verdict = " (**the gate fails**: no budget passed; find the cause before any grid)"
         choice += [
             f"- {regime}: `{label}`{verdict}:",
             "",
@@ -119,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     text = [
         f"# Budget probe: {name}",
         "",
-        f"Made by `python benchmarks/budget_probe.py --backbone {a.backbone}` "
+        f"Made by `python benchmarks/budget_probe.py --backbone {a.backbone} --rule {a.rule}` "
         "(the rule: its docstring). Seed 0, STS tasks only; STS Spearman × 100.",
         "",
         *table,

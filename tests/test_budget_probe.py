@@ -47,7 +47,9 @@ def test_the_first_budget_that_clearly_gains_is_chosen(
     script = load_script()
     calls = []
 
-    def fake_run(backbone: str, regime: str, label: str, results: Path, work: Path, untouched: bool) -> None:
+    def fake_run(
+        backbone: str, regime: str, label: str, results: Path, work: Path, untouched: bool, rule
+    ) -> None:
         calls.append((regime, label, untouched))
         grid = Grid(results / label, work / label)
         if untouched:  # the best untouched row is mean, 45.0: `cls` must reach 47.0
@@ -72,3 +74,32 @@ def test_the_first_budget_that_clearly_gains_is_chosen(
 def test_weighted_pools_the_top_half_of_the_layers(tmp_path: Path, layers: int, settings: list[str]) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": layers}), encoding="utf-8")
     assert load_script().depth_settings(tmp_path) == settings
+
+
+def test_the_gate_needs_cls_and_mean_above_every_untouched_row_by_its_margin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36's gate: unsupervised +5, supervised +10 over the best untouched row (mean, 45.0), for both
+    trained `cls` and trained `mean`; `cls` alone clearing it is not enough."""
+    script = load_script()
+    trained = {  # (cls, mean) per regime and budget
+        "unsup": {"long": (51.0, 49.0), "lr1e-4": (52.0, 50.0)},
+        "sup": {"long": (54.0, 60.0), "lr1e-4": (56.0, 54.9), "lr1e-4-long": (54.0, 54.0)},
+    }
+
+    def fake_run(
+        backbone: str, regime: str, label: str, results: Path, work: Path, untouched: bool, rule
+    ) -> None:
+        assert rule is script.RULES["gate"]
+        grid = Grid(results / label, work / label)
+        if untouched:
+            for pooling, avg in UNTOUCHED.items():
+                write(grid.reference_file(backbone, pooling), avg)
+        for pooling, avg in zip(("cls", "mean"), trained[regime][label], strict=True):
+            write(grid.cell_file(backbone, regime, pooling, 0), avg)
+
+    monkeypatch.setattr(script, "run_budget", fake_run)
+    rows, chosen = script.probe("benchmarks/backbones/mlm", tmp_path, tmp_path / "work", script.RULES["gate"])
+    assert chosen == {"unsup": ("lr1e-4", True), "sup": ("lr1e-4-long", False)}
+    assert list(script.GATE_BUDGETS) == ["long", "lr1e-4", "lr1e-4-long"]
+    assert "`cls` and `mean` ≥ every untouched row + 5 (unsup) / 10 (sup)" in rows[2]
