@@ -80,69 +80,99 @@ def arm_command(name: str, options: list[str], tokens: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> None:
+    """Each arm not yet recorded in RESULTS (committed: a fresh machine does not rerun it), in order."""
     for name, _, options in ARMS:
-        if args.arms and name not in args.arms:
-            continue
-        done = RUNS / name / "run.json"
-        if done.is_file() and json.loads(done.read_text()).get("finished"):
-            print(f"{name}: done", flush=True)
+        record_if_finished(name, options)
+        if (args.arms and name not in args.arms) or (RESULTS / f"{name}.json").is_file():
+            print(f"{name}: {'recorded' if (RESULTS / f'{name}.json').is_file() else 'not asked for'}")
             continue
         print(f"{name}: running", flush=True)
         subprocess.run(arm_command(name, options, args.tokens), check=True, env={**os.environ})
-        record = json.loads(done.read_text())
-        record["finished"] = True
-        done.write_text(json.dumps(record, indent=1))
+        record(name, options)
 
 
-def curve(name: str) -> list[dict]:
+def record_if_finished(name: str, options: list[str]) -> None:
+    """An arm whose run reached its last step (its run.json then has the unigram loss) but is not recorded:
+    a run stopped between its last step and the recording, or run by hand."""
+    done = RUNS / name / "run.json"
+    if (
+        not (RESULTS / f"{name}.json").is_file()
+        and done.is_file()
+        and "unigram_loss" in json.loads(done.read_text())
+    ):
+        record(name, options)
+
+
+def record(name: str, options: list[str]) -> None:
+    """The arm's held-out curve and what it cost, from its run folder into RESULTS/NAME.json."""
+    run_record = json.loads((RUNS / name / "run.json").read_text(encoding="utf-8"))
     with (RUNS / name / "loss_curve.csv").open(newline="") as handle:
-        return list(csv.DictReader(handle))
+        curve = [
+            {
+                "tokens_seen": int(r["tokens_seen"]),
+                "step": int(r["step"]),
+                "held_out_loss": float(r["held_out_loss"]),
+            }
+            for r in csv.DictReader(handle)
+            if r["held_out_loss"]
+        ]
+    slices = run_record["slices"]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(
+        json.dumps(
+            {
+                "arm": name,
+                "options": options,
+                "recipe": run_record["recipe"],
+                "curve": curve,
+                "unigram_loss": run_record["unigram_loss"],
+                "cpu_seconds": sum(s.get("cpu_seconds", 0) for s in slices),
+                "seconds": sum(s["seconds"] for s in slices),
+                "machines": sorted({s["machine"] for s in slices}),
+            },
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
 
 
 def report(args: argparse.Namespace) -> None:
-    """Per arm: its held-out curve (CSV, committed) and one row of the table; all curves in one figure."""
+    """A table row per recorded arm and all their held-out curves in one figure."""
     from matplotlib.figure import Figure
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
     axis = Figure(figsize=(7, 4.5)).subplots()
-    rows = []
-    for name, tests, options in ARMS:
-        record = RUNS / name / "run.json"
-        if not record.is_file() or not json.loads(record.read_text()).get("finished"):
-            continue
-        run_record = json.loads(record.read_text())
-        points = [
-            (int(r["tokens_seen"]), float(r["held_out_loss"])) for r in curve(name) if r["held_out_loss"]
-        ]
-        (RESULTS / f"{name}.csv").write_text(
-            "tokens_seen,held_out_loss\n" + "".join(f"{t},{loss:.4f}\n" for t, loss in points)
-        )
-        axis.plot([t / 1e6 for t, _ in points], [loss for _, loss in points], marker="o", label=name)
-        slices = run_record["slices"]
-        cpu = sum(s.get("cpu_seconds", 0) for s in slices)
-        tokens = max(s["tokens_seen"] for s in slices)
-        rows.append((name, tests, " ".join(options), slices[-1]["to_step"], points[-1][1], tokens, cpu))
-    unigram = json.loads((RUNS / ARMS[0][0] / "run.json").read_text())["unigram_loss"]  # one held-out set
-    axis.axhline(unigram, color="grey", linestyle="--", label=f"unigram ({unigram:.2f})")
-    axis.set(xlabel="training tokens (M)", ylabel="held-out MLM loss (nats)",
-             title="MLM from random weights, one lever each (4 x 256 encoder)")  # fmt: skip
-    axis.legend(fontsize=8)
-    FIGURE.parent.mkdir(parents=True, exist_ok=True)
-    axis.figure.savefig(FIGURE, dpi=100, bbox_inches="tight")
     lines = [
         "| arm | what it tests | options | held-out loss | perplexity | steps | tokens | tokens / CPU-s |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, tests, options, steps, loss, tokens, cpu in rows:
+    for name, _, options in ARMS:
+        record_if_finished(name, options)
+    recorded = [(name, tests) for name, tests, _ in ARMS if (RESULTS / f"{name}.json").is_file()]
+    for name, tests in recorded:
+        arm = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+        tokens = [p["tokens_seen"] / 1e6 for p in arm["curve"]]
+        axis.plot(tokens, [p["held_out_loss"] for p in arm["curve"]], marker="o", label=name)
+        last = arm["curve"][-1]
         lines.append(
-            f"| {name} | {tests} | `{options}` | {loss:.3f} | {math.exp(loss):,.0f} | {steps} | "
-            f"{tokens / 1e6:.2f} M | {tokens / cpu:,.0f} |"
+            f"| {name} | {tests} | `{' '.join(arm['options'])}` | {last['held_out_loss']:.3f} | "
+            f"{math.exp(last['held_out_loss']):,.0f} | {last['step']} | {last['tokens_seen'] / 1e6:.2f} M | "
+            f"{last['tokens_seen'] / arm['cpu_seconds']:,.0f} |"
         )
+    if not recorded:
+        raise SystemExit("no arm recorded yet: run first")
+    unigram = json.loads((RESULTS / f"{recorded[0][0]}.json").read_text(encoding="utf-8"))["unigram_loss"]
+    axis.axhline(unigram, color="grey", linestyle="--", label=f"unigram ({unigram:.2f})")
+    axis.set(xlabel="training tokens (M)", ylabel="held-out MLM loss (nats)",
+             title="MLM from random weights, one lever each (4 x 256 encoder)")  # fmt: skip
+    axis.legend(fontsize=8)
+    axis.figure.savefig(FIGURE, dpi=100, bbox_inches="tight")
     table = "\n".join(lines) + "\n"
     (RESULTS / "README.md").write_text(
         "# MLM ablations from random weights (benchmarks/pretrain_ablations.py)\n\n"
-        f"Unigram reference on the same held-out tokens: {unigram:.3f} nats.\n\nRule, fixed before the "
-        f"runs: {RULE}\n\n{table}"
+        f"Unigram reference on the same held-out tokens: {unigram:.3f} nats. Arms recorded: "
+        f"{len(recorded)} of {len(ARMS)}.\n\nRule, fixed before the runs: {RULE}\n\n{table}",
+        encoding="utf-8",
     )
     print(table)
 
