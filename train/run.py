@@ -70,7 +70,7 @@ def _train(
     from lwap.train.data import load_train_dataset
 
     # inputs before the output folder: a bad backbone or data file must not clear or start a run there
-    check_backbone(config.model.backbone)
+    check_backbone(config.model.backbone, trust_remote_code=config.model.trust_remote_code)
     with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
         dataset = load_train_dataset(config.data, config.objective.name)
     with args.main_process_first(desc="output folder"):
@@ -157,7 +157,8 @@ def _load_finished(trainer: Any, checkpoint: Path, config: TrainConfig) -> None:
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
     best = trainer.state.best_model_checkpoint
     kept = Path(best) if config.eval.keep_best and best and Path(best).is_dir() else checkpoint
-    trainer.model.load_state_dict(load_model(kept, device="cpu").state_dict())
+    trusted = config.model.trust_remote_code
+    trainer.model.load_state_dict(load_model(kept, device="cpu", trust_remote_code=trusted).state_dict())
 
 
 def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | None) -> None:
