@@ -313,3 +313,51 @@ def test_lwap_error_is_the_base(tiny_lwap: Path, tmp_path: Path) -> None:
 
     with pytest.raises(LwapError):
         load_model(crafted(tiny_lwap, tmp_path, "path-escape"))
+
+
+# --- files read back: one helper, the file and the line -----------------------------------------------
+
+
+def test_readers_name_file_and_line(tmp_path: Path) -> None:
+    """lwap.files' readers, which every JSON/YAML/CSV lwap reads back goes through."""
+    from lwap.errors import DataError
+    from lwap.files import read_csv_rows, read_json, read_yaml
+
+    cell = tmp_path / "cell.json"
+    cell.write_text(json.dumps({"pooler": "lwap", "scores": {"a": 1.0, "b": 2.0}}, indent=2)[:40])
+    with pytest.raises(DataError, match=r"cell\.json: line 4, column 5: not valid JSON .*truncated\?"):
+        read_json(cell)
+    config = tmp_path / "config.yaml"
+    config.write_text("model:\n  backbone: b\n   pooling: x: y\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"config\.yaml: line 3: invalid YAML"):
+        read_yaml(config)
+    metrics = tmp_path / "metrics.csv"
+    metrics.write_text("step,epoch,metric,value\n1,0.1,loss,2.5\n2,0.2,lo", encoding="utf-8")
+    with pytest.raises(DataError, match=r"metrics\.csv: line 3: 3 fields, the header has 4"):
+        read_csv_rows(metrics)
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{\n"a": "caf\xe9"}\n')
+    with pytest.raises(DataError, match=r"latin\.json: line 2: not valid UTF-8"):
+        read_json(latin)
+    (tmp_path / "empty.json").write_bytes(b"")
+    with pytest.raises(DataError, match=r"empty\.json: file is empty, expected JSON"):
+        read_json(tmp_path / "empty.json")
+
+
+def test_half_a_cell_file_fails_compare_report(tmp_path: Path, capfd) -> None:
+    """Issue 39's case: `lwap compare report` on a grid with half a cell file: exit 2, one line naming the
+    file and the line (was a JSONDecodeError traceback naming no file)."""
+    from lwap.cli import main
+
+    results = tmp_path / "grid"
+    shutil.copytree(REPO / "benchmarks" / "results" / "compare" / "unsup", results / "unsup")
+    shutil.copy(REPO / "benchmarks" / "results" / "compare" / "untouched-backbone.json", results)
+    cell = results / "unsup" / "lwap-seed1.json"
+    data = cell.read_bytes()
+    cell.write_bytes(data[: len(data) // 2])
+    assert main(["compare", "report", "--results", str(results)]) == 2
+    err = capfd.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert re.match(
+        rf"lwap compare: error: {re.escape(str(cell))}: line \d+, column \d+: not valid JSON", err
+    )
