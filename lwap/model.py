@@ -64,7 +64,10 @@ def build_model(
         str(given) if given.is_dir() else source,
     )
     heads = pooler.head(shape, options)
-    model = portable.SentenceTransformer(modules=[transformer, *heads], device=device)  # saves self-contained
+    # saves self-contained; the trainer reloads its best checkpoint with the model's trust_remote_code
+    model = portable.SentenceTransformer(
+        modules=[transformer, *heads], device=device, trust_remote_code=trust_remote_code
+    )
     keep_hidden_states_in_workers(model)  # the weighted pooler has no lwap module to do it
     return model
 

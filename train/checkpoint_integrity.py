@@ -20,13 +20,15 @@ intact one, saying which file was damaged.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from lwap.errors import LwapError
-from lwap.files import read_json_object, write_json_atomically
+from lwap.files import read_json_object
 
 MANIFEST = "lwap-manifest.json"
 # what transformers' resume loads with torch.load (weights_only=True); rng_state_N.pth under DDP
@@ -48,7 +50,11 @@ def write_manifest(checkpoint: Path) -> None:
     entries = {
         p.relative_to(checkpoint).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)} for p in files
     }
-    write_json_atomically({"format": 1, "files": entries}, checkpoint / MANIFEST)
+    # a plain OSError if the disk is full (not lwap.files' OutputWriteError), so the run's handler of a
+    # refused checkpoint write (lwap.train.outputs.checkpoint_write_error) reports it as for any other file
+    partial = checkpoint / f".{MANIFEST}.partial"
+    partial.write_text(json.dumps({"format": 1, "files": entries}, indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, checkpoint / MANIFEST)
 
 
 def checkpoint_damage(checkpoint: Path) -> str | None:
