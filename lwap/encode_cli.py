@@ -56,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.max_seq_length is not None and args.max_seq_length < 1:
         raise InputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}")
+    device = args.device
+    if args.backend == "openvino":
+        if device not in (None, "cpu"):
+            raise InputError(f"--backend openvino runs on the CPU, not --device {device}")
+        device = "cpu"
     if args.input != "-":  # paths first: a bad one should not wait for the model to load
         check_file(Path(args.input), args.input, allow_empty=True)
     check_output(Path(args.output), folder=False)
@@ -63,11 +68,6 @@ def run(args: argparse.Namespace) -> int:
         raise OutputExistsError(
             f"{args.output} already exists; pass --overwrite to replace it, or choose another --output"
         )
-    device = args.device
-    if args.backend == "openvino":
-        if device not in (None, "cpu"):
-            raise InputError(f"--backend openvino runs on the CPU, not --device {device}")
-        device = "cpu"
     model = load_model(args.model, device=device, trust_remote_code=args.trust_remote_code)
     if args.max_seq_length is not None:
         set_max_seq_length(model, args.max_seq_length, lambda message: print(message, file=sys.stderr))

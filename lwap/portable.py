@@ -73,13 +73,11 @@ def make_self_contained(folder: Path) -> None:
     write_text_atomically(listing, json.dumps(entries, indent=2))
 
 
-# sentence-transformers' container module: its router_config.json names more module classes, each in a
-# subfolder of its own (Asym is an alias of Router); lwap reads those classes as it reads modules.json's
-ROUTER_TYPES = frozenset(
-    f"sentence_transformers.{home}.{name}"
-    for home in ("sentence_transformer.modules", "base.modules", "base.modules.router", "models")
-    for name in ("Router", "Asym")
-)
+def is_router(name: str) -> bool:
+    """Whether `name` is sentence-transformers' container module (Router; Asym is its old alias): its
+    router_config.json names more module classes, each in a subfolder of its own, which lwap reads as it
+    reads modules.json's."""
+    return name.startswith("sentence_transformers.") and name.rsplit(".", 1)[-1] in ("Router", "Asym")
 
 
 @dataclass(frozen=True)
@@ -132,6 +130,7 @@ def folder_modules(folder: Path) -> list[FolderModule]:
     folder before anything under them is read. ModelLoadError (one line, naming the file) otherwise."""
     found: list[FolderModule] = []
     pending = [(folder, folder / "modules.json", "modules")]
+    routers: set[Path] = set()
     while pending:
         base, listing, key = pending.pop(0)
         try:
@@ -141,7 +140,13 @@ def folder_modules(folder: Path) -> list[FolderModule]:
         for kind, relative in _entries(listing, data, key):
             module = FolderModule(kind, inside(base, relative, listing), listing)
             found.append(module)
-            if kind in ROUTER_TYPES:
+            if is_router(kind):
+                if module.folder.resolve() in routers:  # sentence-transformers would recurse forever
+                    raise ModelLoadError(
+                        f"{listing}: module path {relative!r} leads back to a Router already read (a cycle); "
+                        "refusing it"
+                    )
+                routers.add(module.folder.resolve())
                 config = module.folder / "router_config.json"
                 pending.append(
                     (module.folder, config if config.is_file() else module.folder / "config.json", "router")

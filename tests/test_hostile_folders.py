@@ -107,6 +107,10 @@ def test_router_routes_are_read_recursively(tiny_lwap: Path, tmp_path: Path) -> 
     (outer / "query_0_Inner" / "router_config.json").write_text(json.dumps(inner_config))
     with pytest.raises(ModelLoadError, match=r"module path '\.\./\.\./\.\.' leaves the model folder"):
         load_model(folder)
+    inner_config["types"] = {"": "sentence_transformers.sentence_transformer.modules.Router"}
+    (outer / "query_0_Inner" / "router_config.json").write_text(json.dumps(inner_config))
+    with pytest.raises(ModelLoadError, match=r"module path '' leads back to a Router already read"):
+        load_model(folder)  # a Router routing to itself: sentence-transformers would recurse forever
     assert not (folder / MARKER).exists()
 
 
@@ -361,3 +365,22 @@ def test_half_a_cell_file_fails_compare_report(tmp_path: Path, capfd) -> None:
     assert re.match(
         rf"lwap compare: error: {re.escape(str(cell))}: line \d+, column \d+: not valid JSON", err
     )
+
+
+def test_a_router_of_lwap_and_sentence_transformers_modules_loads(tiny_bert: Path, tmp_path: Path) -> None:
+    """The Router check reads the routes' classes, it does not refuse Routers: LWAP's head on the query
+    route and mean pooling on the document route load, and encode as built."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Router
+
+    from lwap import build_model, load_model
+
+    built = build_model(str(tiny_bert), "lwap")
+    router = Router.for_query_document(query_modules=[built[1]], document_modules=[Pooling(32, "mean")])
+    model = SentenceTransformer(modules=[built[0], router])
+    model.save(str(tmp_path / "router"))
+    loaded = load_model(tmp_path / "router")
+    for encode in ("encode_query", "encode_document"):
+        expected = getattr(model, encode)(SENTENCES)
+        np.testing.assert_allclose(getattr(loaded, encode)(SENTENCES), expected, atol=1e-6)
