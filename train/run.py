@@ -9,14 +9,13 @@ comes out (see `lwap.train.outputs` for the layout).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 from lwap.errors import LwapError
-from lwap.files import write_json_atomically, write_text_atomically
+from lwap.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.train import outputs
 from lwap.train.config import TrainConfig, dump_config
 from lwap.train.trainer import build_trainer, initial_model, training_arguments
@@ -143,7 +142,7 @@ def _train(
 def _training_done(checkpoint: Path, config: TrainConfig) -> bool:
     """Whether `checkpoint` is the last step of the run `config` asks for. transformers would train one
     step more from it; a run whose model could not be written (a full disk) resumes this way."""
-    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    state = read_json_object(checkpoint / "trainer_state.json")  # checked by --resume already
     target = config.training.max_steps if config.training.max_steps > 0 else state.get("max_steps", 0)
     return int(state.get("global_step", 0)) >= int(target or 0) > 0
 
