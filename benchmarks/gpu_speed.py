@@ -128,7 +128,7 @@ def make_backbone(folder: Path, shape: Shape, tokenizer: str) -> Path:
         intermediate_size=shape.intermediate,
     )
     BertModel(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(tokenizer).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tokenizer, trust_remote_code=False).save_pretrained(folder)
     return folder
 
 
@@ -138,7 +138,11 @@ def make_data(folder: Path, tokenizer: str, n: int) -> tuple[Path, Path, list[st
 
     from transformers import AutoTokenizer
 
-    vocab = [w for w in AutoTokenizer.from_pretrained(tokenizer).get_vocab() if w.isalpha() and len(w) > 2]
+    vocab = [
+        w
+        for w in AutoTokenizer.from_pretrained(tokenizer, trust_remote_code=False).get_vocab()
+        if w.isalpha() and len(w) > 2
+    ]
     rng = random.Random(0)
     texts = [" ".join(rng.choices(vocab, k=40)) for _ in range(3 * n)]
     txt = folder / "sentences.txt"
@@ -250,7 +254,13 @@ def stock_variant(setting: Setting, env: dict[str, Any], clock: PhaseClock) -> N
     from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
-    transformer = Transformer(str(env["backbone"]), max_seq_length=TOKENS)
+    transformer = Transformer(
+        str(env["backbone"]),
+        max_seq_length=TOKENS,
+        model_kwargs={"trust_remote_code": False},  # never a folder's own code, never a prompt
+        processor_kwargs={"trust_remote_code": False},
+        config_kwargs={"trust_remote_code": False},
+    )
     model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")])
     n, texts = env["examples"], env["texts"]
     if setting.objective == "unsup_simcse":
@@ -290,8 +300,12 @@ def plain_variant(setting: Setting, env: dict[str, Any], clock: PhaseClock, leve
     from transformers import AutoModel, AutoTokenizer
 
     device = env["device"]
-    tokenizer = AutoTokenizer.from_pretrained(str(env["backbone"]))
-    model = AutoModel.from_pretrained(str(env["backbone"]), add_pooling_layer=False).to(device).train()
+    tokenizer = AutoTokenizer.from_pretrained(str(env["backbone"]), trust_remote_code=False)
+    model = (
+        AutoModel.from_pretrained(str(env["backbone"]), add_pooling_layer=False, trust_remote_code=False)
+        .to(device)
+        .train()
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, fused=device == "cuda")
     columns = 2 if setting.objective == "unsup_simcse" else 3
     n = setting.batch

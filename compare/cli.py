@@ -97,13 +97,15 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     unknown = [p for p in args.poolers if p not in ROWS]
     if unknown:
         raise ConfigError(f"unknown pooler {', '.join(unknown)}: choose from {', '.join(ROWS)}")
-    from lwap.backbones import resolve_backbone
+    from lwap.backbones import check_backbone, resolve_backbone
     from lwap.config_files import resolve_config
     from lwap.train.config import load_config
 
     resolve_backbone(args.backbone)
     backbone = [] if args.backbone == BACKBONE else [f"model.backbone={args.backbone}"]
-    load_config(resolve_config(shipped_config(REGIMES[args.regime])), [*backbone, *args.set])
+    config = load_config(resolve_config(shipped_config(REGIMES[args.regime])), [*backbone, *args.set])
+    # what the folder holds (lwap.model_folder), before any cell starts: one line, not a failed cell
+    check_backbone(args.backbone, trust_remote_code=config.model.trust_remote_code)
 
 
 def run(args: argparse.Namespace, wording: Wording | None = None) -> int:

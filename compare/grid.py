@@ -3,9 +3,11 @@ its cells live inside a results folder."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import NamedTuple
+
+from lwap.errors import DataError
+from lwap.files import read_json_object
 
 # The budget of each regime: a config shipped with lwap (lwap.configs), found by name from any folder.
 # The name is also what cells record and the report quotes, as it was when the configs lived only in
@@ -96,7 +98,10 @@ def backbones(results: Path) -> list[str]:
     found = []
     for folder in sorted((results / "backbones").glob("*")):
         for path in sorted(folder.rglob("*.json")):
-            found.append(json.loads(path.read_text(encoding="utf-8"))["backbone"])
+            cell = read_json_object(path)
+            if not isinstance(cell.get("backbone"), str):
+                raise DataError(f"{path}: no 'backbone' (not a cell file of lwap compare)")
+            found.append(cell["backbone"])
             break
     default = any((results / regime).glob("*.json") for regime in REGIMES)
     default = default or (results / "untouched-backbone.json").exists()

@@ -4,7 +4,6 @@ listed."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +40,7 @@ from lwap.compare.verdicts import (
     variant_verdicts,
     verdicts,
 )
+from lwap.files import read_json_object
 
 COLUMNS = [
     *zip(STS_COLUMNS, STS_LABELS, strict=True),
@@ -168,9 +168,9 @@ def all_runs_table(grid: Grid) -> list[str]:
 
 def backbone_sections(grid: Grid, backbone: str, wording: Wording) -> list[str]:
     ref_file = grid.reference_file(backbone)
-    reference = json.loads(ref_file.read_text(encoding="utf-8")) if ref_file.exists() else None
+    reference = read_json_object(ref_file) if ref_file.exists() else None
     others = [
-        json.loads(path.read_text(encoding="utf-8"))
+        read_json_object(path)
         for path in (grid.reference_file(backbone, p) for p in UNTOUCHED_POOLINGS[1:])
         if path.exists()
     ]

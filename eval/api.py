@@ -122,6 +122,7 @@ def evaluate_model(
     use_mteb: bool = False,
     max_seq_length: int | None = None,
     device: str | None = None,
+    trust_remote_code: bool = False,
     model_name: str | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     show_progress_bar: bool = False,
@@ -132,7 +133,8 @@ def evaluate_model(
     Scores are × 100. STS: cosine Spearman on the test sets; `aggregation` picks which of `all`/`wmean`
     is each SemEval set's `score` (both are always reported with lwap's own scorer). Search: nDCG@10 is
     the `score`. With `output_dir`, also writes results.json, results.md and, for an LWAP model, the
-    layer-attention PNG (`lwap.eval.report.write_outputs`).
+    layer-attention PNG (`lwap.eval.report.write_outputs`). A folder is loaded by `lwap.load_model`
+    (what it may hold: `lwap.model_folder`); `trust_remote_code` is its opt-in to the folder's own code.
     """
     say = log or (lambda message: None)
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
@@ -153,7 +155,7 @@ def evaluate_model(
     else:
         label = model_name or str(model)
         say(f"loading {label}")
-        model = load_model(model, device=device)
+        model = load_model(model, device=device, trust_remote_code=trust_remote_code)
     if max_seq_length is not None:
         set_max_seq_length(model, max_seq_length, say)
     model.eval()

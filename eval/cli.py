@@ -62,6 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars and stage messages")
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="let the model folder run code of its own (module classes outside lwap and "
+        "sentence-transformers, auto_map); off by default: lwap refuses such a folder with one line",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         use_mteb=args.mteb,
         max_seq_length=args.max_seq_length,
         device=args.device,
+        trust_remote_code=args.trust_remote_code,
         output_dir=args.output,
         show_progress_bar=not args.no_progress,
         log=log,

@@ -8,11 +8,10 @@ install or which path to pass, instead of a hub traceback.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from pathlib import Path
 
-from lwap.errors import BackboneNotFoundError
+from lwap.errors import BackboneNotFoundError, LwapError
 
 # hub id -> (importable module, pip package) of models packaged for offline use
 PACKAGED_BACKBONES: dict[str, tuple[str, str]] = {
@@ -45,13 +44,37 @@ def _offline() -> bool:
     )
 
 
+def transformer_kwargs(*, trust_remote_code: bool, **config_kwargs: object) -> dict[str, dict[str, object]]:
+    """sentence-transformers' `Transformer(...)` keywords with `trust_remote_code` explicit in each of the
+    three loads it makes (config, model, tokenizer): left out, transformers asks on a prompt whenever a
+    folder's config names code of its own (auto_map)."""
+    trust = {"trust_remote_code": trust_remote_code}
+    return {
+        "model_kwargs": {**trust},
+        "processor_kwargs": {**trust},
+        "config_kwargs": {**config_kwargs, **trust},
+    }
+
+
 def transformer_folder(folder: Path) -> Path:
     """The folder holding the Hugging Face model inside a sentence-transformers folder (or itself)."""
     modules = folder / "modules.json"
     if modules.is_file():
-        for entry in json.loads(modules.read_text(encoding="utf-8")):
-            if entry.get("type", "").endswith("Transformer"):
-                return folder / entry.get("path", "")
+        from lwap.errors import DataError
+        from lwap.files import read_json
+
+        try:
+            entries = read_json(modules)
+        except DataError as error:
+            raise BackboneNotFoundError(str(error)) from None
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and str(entry.get("type", "")).endswith("Transformer"):
+                from lwap.portable import inside
+
+                try:
+                    return inside(folder, entry.get("path", ""), modules)
+                except LwapError as error:
+                    raise BackboneNotFoundError(str(error)) from None
     return folder
 
 
@@ -89,23 +112,26 @@ def resolve_backbone(name_or_path: str | os.PathLike[str], what: str = "backbone
     return name
 
 
-def check_backbone(name_or_path: str | os.PathLike[str]) -> str:
-    """`resolve_backbone`, and for a local folder also read its config.json: a training run checks its
-    backbone this way before it writes anything to the output folder."""
+def check_backbone(name_or_path: str | os.PathLike[str], *, trust_remote_code: bool = False) -> str:
+    """`resolve_backbone`, and for a local folder also what `lwap.model_folder` allows in it and its
+    config.json: a training run checks its backbone this way before it writes anything to the output
+    folder. `trust_remote_code` is passed to transformers explicitly, never left to its prompt."""
     source = resolve_backbone(name_or_path)
+    given = Path(name_or_path).expanduser()
     if Path(source).is_dir():
         from transformers import AutoConfig
 
+        from lwap.model_folder import check_model_folder
+
+        for folder in dict.fromkeys(p for p in (given, Path(source)) if p.is_dir()):
+            check_model_folder(folder, trust_remote_code=trust_remote_code, error=BackboneNotFoundError)
         try:
-            AutoConfig.from_pretrained(source)
+            AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
         except (OSError, ValueError) as error:
             first_line = next(iter(str(error).strip().splitlines()), type(error).__name__)
             raise BackboneNotFoundError(
                 f"could not load backbone {str(name_or_path)!r}: {first_line}"
             ) from None
-        from lwap.weights_files import check_weights_files
-
-        check_weights_files(Path(source), BackboneNotFoundError)
     return source
 
 

@@ -14,6 +14,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--input", required=True, help="text file, one sentence a line; - reads stdin")
     parser.add_argument("--output", required=True, help="where to write the float32 .npy (rows = lines)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output file (else refused, as lwap train)",
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
     parser.add_argument(
@@ -31,13 +36,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="let the model folder run code of its own (module classes outside lwap and "
+        "sentence-transformers, auto_map); off by default: lwap refuses such a folder with one line",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from lwap.encoding import encode_file
-    from lwap.errors import InputError
+    from lwap.errors import InputError, OutputExistsError
     from lwap.files import check_file, check_output
     from lwap.model import load_model, set_max_seq_length
 
@@ -45,15 +56,19 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.max_seq_length is not None and args.max_seq_length < 1:
         raise InputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}")
-    if args.input != "-":  # paths first: a bad one should not wait for the model to load
-        check_file(Path(args.input), args.input, allow_empty=True)
-    check_output(Path(args.output), folder=False)
     device = args.device
     if args.backend == "openvino":
         if device not in (None, "cpu"):
             raise InputError(f"--backend openvino runs on the CPU, not --device {device}")
         device = "cpu"
-    model = load_model(args.model, device=device)
+    if args.input != "-":  # paths first: a bad one should not wait for the model to load
+        check_file(Path(args.input), args.input, allow_empty=True)
+    check_output(Path(args.output), folder=False)
+    if Path(args.output).exists() and not args.overwrite:  # as `lwap train` treats a finished run
+        raise OutputExistsError(
+            f"{args.output} already exists; pass --overwrite to replace it, or choose another --output"
+        )
+    model = load_model(args.model, device=device, trust_remote_code=args.trust_remote_code)
     if args.max_seq_length is not None:
         set_max_seq_length(model, args.max_seq_length, lambda message: print(message, file=sys.stderr))
     if args.backend == "openvino":

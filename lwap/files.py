@@ -158,6 +158,9 @@ def check_output(
     """
     label = str(path) if label is None else label
     expected = "a folder" if folder else "a file"
+    too_long = name_too_long(path)
+    if too_long:
+        raise error(f"{label}: {too_long}")
     try:
         path.stat()
     except OSError as problem:
@@ -176,6 +179,34 @@ def check_output(
         os.unlink(probe)
     except OSError as problem:
         raise error(f"{label}: not writable ({existing}: {problem.strerror or problem})") from None
+
+
+def name_too_long(path: Path) -> str | None:
+    """What is too long in `path` for the file system it would be on (a name over NAME_MAX, usually 255
+    bytes, or the whole path over PATH_MAX), or None. Asked before any `stat`, which would raise
+    ENAMETOOLONG from inside `Path.exists`."""
+    existing = path.absolute()
+    while existing != existing.parent:
+        try:
+            if existing.is_dir():
+                break
+        except OSError:
+            pass
+        existing = existing.parent
+    try:
+        name_max = os.pathconf(existing, "PC_NAME_MAX")
+        path_max = os.pathconf(existing, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            shown = part if len(part) <= 40 else f"{part[:20]}…{part[-12:]}"
+            return f"the name {shown!r} is {size} bytes, longer than the file system allows ({name_max})"
+    size = len(os.fsencode(str(path.absolute())))
+    if size >= path_max:
+        return f"the path is {size} bytes, longer than the file system allows ({path_max - 1})"
+    return None
 
 
 # --- reading ------------------------------------------------------------------------------------------
@@ -240,3 +271,90 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
         yield number, line.removesuffix("\n").removesuffix("\r")
     if number == 0:  # a .gz that decompresses to nothing
         raise DataError(f"{path}: file is empty")
+
+
+# --- structured files read back (JSON, YAML, CSV) -------------------------------------------------------
+
+
+def _read_text(path: Path, label: str) -> str:
+    """The whole UTF-8 text of `path`; DataError naming it (and the line of an invalid byte) otherwise."""
+    check_file(path, label, allow_empty=True)
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise DataError(f"{label}: line {line}: not valid UTF-8 ({error.reason})") from None
+
+
+def read_json(path: Path, label: str | None = None) -> Any:
+    """The JSON value in `path`; DataError `FILE: line L, column C: not valid JSON (...)` otherwise.
+
+    Every JSON file lwap reads back (cells, summaries, manifests, results, modules.json) comes through
+    here: `json.loads` alone names neither the file nor, for half a file, what happened.
+    """
+    path = Path(path)
+    label = str(path) if label is None else label
+    text = _read_text(path, label)
+    if not text.strip():
+        raise DataError(f"{label}: file is empty, expected JSON")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        cut = " (the file ends early: truncated?)" if error.pos >= len(text.rstrip()) else ""
+        where = f"line {error.lineno}, column {error.colno}"
+        raise DataError(f"{label}: {where}: not valid JSON ({error.msg}){cut}") from None
+    except RecursionError:
+        raise DataError(f"{label}: not valid JSON (nested too deeply)") from None
+
+
+def read_json_object(path: Path, label: str | None = None) -> dict[str, Any]:
+    """`read_json` for a file that must hold an object (a mapping)."""
+    value = read_json(path, label)
+    if not isinstance(value, dict):
+        raise DataError(f"{label or path}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def read_yaml(path: Path, label: str | None = None) -> Any:
+    """The YAML value in `path` (safe loader, no Python tags); DataError `FILE: line L: invalid YAML (…)`."""
+    import yaml
+
+    path = Path(path)
+    label = str(path) if label is None else label
+    text = _read_text(path, label)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f": line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise DataError(f"{label}{where}: invalid YAML ({problem})") from None
+
+
+def read_csv_rows(path: Path, label: str | None = None) -> list[tuple[int, dict[str, str]]]:
+    """(line number, row) of a CSV file with a header; DataError naming the file and line of a row that
+    is malformed (a stray quote, a NUL byte) or has more or fewer fields than the header."""
+    import csv
+    import io
+
+    path = Path(path)
+    label = str(path) if label is None else label
+    reader = csv.reader(io.StringIO(_read_text(path, label), newline=""))
+    rows: list[tuple[int, dict[str, str]]] = []
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{label}: file is empty, expected a CSV header")
+        for fields in reader:
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                raise DataError(
+                    f"{label}: line {reader.line_num}: {len(fields)} fields, the header has {len(header)} "
+                    "(truncated or damaged?)"
+                )
+            rows.append((reader.line_num, dict(zip(header, fields, strict=True))))
+    except csv.Error as error:
+        raise DataError(f"{label}: line {reader.line_num}: not valid CSV ({error})") from None
+    return rows

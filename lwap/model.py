@@ -6,7 +6,6 @@ lwap only adds what is missing). The poolers, their options and what each builds
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -15,11 +14,11 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
-from lwap import portable, registry
-from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone
-from lwap.errors import BackboneNotFoundError, ModelLoadError
+from lwap import model_folder, portable, registry
+from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone, transformer_kwargs
+from lwap.errors import BackboneNotFoundError, DataError, ModelLoadError
+from lwap.files import read_json
 from lwap.layerwise_attention import LayerwiseAttentionPooling
-from lwap.weights_files import check_weights_files
 from lwap.worker_pickling import keep_hidden_states_in_workers
 
 
@@ -29,34 +28,46 @@ def build_model(
     *,
     max_seq_length: int | None = None,
     device: str | None = None,
+    trust_remote_code: bool = False,
     **options: Any,
 ) -> SentenceTransformer:
     """A fresh SentenceTransformer: `backbone` (hub id or folder) followed by the `pooling` head.
 
     `options` are pooler options from `lwap.registry` (lwap_layers, score_scale, lwap_start, ...);
     a missing one takes its default. ConfigError for an unknown pooling or option or a bad value.
+    A backbone folder passes `lwap.model_folder.check_model_folder` first (BackboneNotFoundError, one
+    line); `trust_remote_code` lets it name code of its own (auto_map), as transformers' flag does.
     """
     pooler = registry.check(pooling, options)
     source = resolve_backbone(backbone)
-    if Path(source).is_dir():  # a damaged weights file: one line, not a SafetensorError
-        check_weights_files(Path(source), BackboneNotFoundError)
+    given = Path(backbone).expanduser()  # a sentence-transformers root, whose Transformer may sit below
+    for folder in dict.fromkeys(p for p in (given, Path(source)) if p.is_dir()):
+        model_folder.check_model_folder(
+            folder, trust_remote_code=trust_remote_code, error=BackboneNotFoundError
+        )
     config_kwargs = {"output_hidden_states": True} if pooler.hidden_states else {}
-    try:
-        transformer = Transformer(source, config_kwargs=config_kwargs, max_seq_length=max_seq_length)
-    except OSError as error:
+    try:  # trust_remote_code explicit in every load: transformers would ask on a prompt
+        transformer = Transformer(
+            source,
+            max_seq_length=max_seq_length,
+            **transformer_kwargs(trust_remote_code=trust_remote_code, **config_kwargs),
+        )
+    except (OSError, ValueError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BackboneNotFoundError(f"could not load backbone {backbone!r}: {first_line}") from error
     freeze_unused_pooler(transformer.model)
     limit = _length_limit(transformer)
     transformer.max_seq_length = limit if max_seq_length is None else min(max_seq_length, limit)
-    given = Path(backbone).expanduser()  # a sentence-transformers root, whose Transformer may sit below
     shape = registry.Backbone(
         transformer.get_embedding_dimension(),
         transformer.model.config.num_hidden_layers,
         str(given) if given.is_dir() else source,
     )
     heads = pooler.head(shape, options)
-    model = portable.SentenceTransformer(modules=[transformer, *heads], device=device)  # saves self-contained
+    # saves self-contained; the trainer reloads its best checkpoint with the model's trust_remote_code
+    model = portable.SentenceTransformer(
+        modules=[transformer, *heads], device=device, trust_remote_code=trust_remote_code
+    )
     keep_hidden_states_in_workers(model)  # the weighted pooler has no lwap module to do it
     return model
 
@@ -113,25 +124,42 @@ def _length_limit(transformer: Transformer) -> int:
     all-MiniLM-L6-v2), else its tokenizer's model_max_length, never past the position table.
 
     Read from the backbone's files, not from the live tokenizer: sentence-transformers stores the
-    *current* max_seq_length there, which training has set to its truncation.
+    *current* max_seq_length there, which training has set to its truncation. Both are read as JSON
+    (`lwap.files.read_json`), not by loading a tokenizer again (AutoTokenizer, which a hub id needs, would
+    be one more load that could reach a folder's code).
     """
-    from transformers import AutoTokenizer
-
     source = transformer.model.name_or_path
-    config = Path(source) / "sentence_bert_config.json"
-    limit = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length") if config.is_file() else None
+    limit = _json_setting(Path(source) / "sentence_bert_config.json", "max_seq_length")
     if not limit:
-        limit = AutoTokenizer.from_pretrained(source).model_max_length
+        limit = _json_setting(Path(source) / "tokenizer_config.json", "model_max_length")
+    if not limit:
+        limit = getattr(transformer.tokenizer, "init_kwargs", {}).get("model_max_length") or 100_000
     positions = getattr(transformer.model.config, "max_position_embeddings", None)
     return int(min(limit, positions)) if positions else int(min(limit, 100_000))
 
 
-def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) -> SentenceTransformer:
-    """Load a saved lwap (or any sentence-transformers) model after checking which code it would import.
+def _json_setting(path: Path, key: str) -> Any:
+    """`key` of the JSON object in `path` (None if the file or the key is missing)."""
+    if not path.is_file():
+        return None
+    try:
+        data = read_json(path)
+    except DataError as error:
+        raise ModelLoadError(str(error)) from None
+    value = data.get(key) if isinstance(data, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
-    Every class named in modules.json must be sentence-transformers' or lwap's; lwap's modules come from
-    this lwap, never from the folder's copies of their code (which must equal it: lwap.portable), so no
-    code from the folder runs and `trust_remote_code` stays off.
+
+def load_model(
+    name_or_path: str | os.PathLike[str], device: str | None = None, *, trust_remote_code: bool = False
+) -> SentenceTransformer:
+    """Load a saved lwap (or any sentence-transformers) model after checking what the folder holds.
+
+    `lwap.model_folder.check_model_folder` first: every class named in modules.json (and in its Routers)
+    must be sentence-transformers' or lwap's, every path inside the folder, every weights file safetensors
+    and whole, no auto_map. lwap's modules come from this lwap, never from the folder's copies of their
+    code (which must equal it: lwap.portable), so no code from the folder runs and `trust_remote_code`
+    stays off unless the caller passes `trust_remote_code=True` (`--trust-remote-code`).
     """
     name = str(name_or_path)
     path = Path(name).expanduser()
@@ -141,33 +169,33 @@ def load_model(name_or_path: str | os.PathLike[str], device: str | None = None) 
         except BackboneNotFoundError as error:
             raise ModelLoadError(str(error)) from None
         if not path.exists():  # a hub id for online users: sentence-transformers checks what it downloads
-            return SentenceTransformer(name, device=device)
-    classes = check_model_folder(path)
-    check_weights_files(path)  # a truncated or foreign weights file: one line, not a SafetensorError
+            return SentenceTransformer(name, device=device, trust_remote_code=trust_remote_code)
+    classes = check_model_folder(path, trust_remote_code=trust_remote_code)
     try:
         model = portable.SentenceTransformer._load_with_module_classes(
             str(path),
             classes,
             device=device,
             local_files_only=True,
+            trust_remote_code=trust_remote_code,
             model_kwargs={"use_safetensors": True},  # never unpickle backbone weights (pytorch_model.bin)
         )
-    except OSError as error:  # missing or non-safetensors weights, unreadable files
+    except (OSError, ValueError) as error:  # unreadable files; what sentence-transformers refuses
         first_line = next(iter(str(error).strip().splitlines()), type(error).__name__)
         raise ModelLoadError(f"cannot load model {str(path)!r}: {first_line}") from error
     keep_hidden_states_in_workers(model)
     return model
 
 
-def check_model_folder(path: Path) -> dict[str, type]:
-    """lwap's classes for the folder's lwap modules (lwap.portable.trusted_classes); ModelLoadError unless
-    `path` is a model folder that names only sentence-transformers' and lwap's modules."""
+def check_model_folder(path: Path, *, trust_remote_code: bool = False) -> dict[str, type]:
+    """lwap's classes for the folder's lwap modules; ModelLoadError unless `path` is a sentence-transformers
+    model folder that `lwap.model_folder.check_model_folder` allows."""
     if not path.is_dir():
         raise ModelLoadError(f"model path {str(path)!r} is not a folder")
     modules_json = path / "modules.json"
     if not modules_json.is_file():
         raise ModelLoadError(f"{path} is not a sentence-transformers model folder (no modules.json)")
-    return portable.trusted_classes(path)
+    return model_folder.check_model_folder(path, trust_remote_code=trust_remote_code)
 
 
 def find_lwap(model: SentenceTransformer) -> LayerwiseAttentionPooling | None:

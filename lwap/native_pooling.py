@@ -9,12 +9,12 @@ the config then names one (`native_pooling: mean | cls`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from sentence_transformers.sentence_transformer.modules import Dense, Module, Normalize, Pooling
 
 from lwap.errors import ConfigError
+from lwap.files import read_json
 
 # The sentence-transformers modules a backbone's own pooling may consist of (by class name, since
 # modules.json may name them under their old paths, sentence_transformers.models.X).
@@ -28,7 +28,7 @@ def declared_pooling(source: str) -> list[Module] | None:
     if listing is None:
         return None
     modules: list[Module] = []
-    for entry in json.loads(listing.read_text(encoding="utf-8"))[1:]:
+    for entry in read_json(listing)[1:]:
         name = entry.get("type", "").rsplit(".", 1)[-1]
         if name not in _POOLING_CLASSES:
             raise ConfigError(

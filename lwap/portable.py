@@ -21,14 +21,15 @@ import ast
 import inspect
 import json
 import os
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from sentence_transformers import SentenceTransformer as BaseSentenceTransformer
 from transformers.dynamic_module_utils import get_relative_import_files
 
-from lwap.errors import ModelLoadError
-from lwap.files import write_text_atomically
+from lwap.errors import DataError, ModelLoadError
+from lwap.files import read_json, write_text_atomically
 from lwap.layer_mean import LayerMean
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.training_only_mlp import TrainingOnlyMLP
@@ -64,7 +65,7 @@ def make_self_contained(folder: Path) -> None:
     (lwap.module_io). sentence-transformers names classes by import path, which only lwap can import.
     """
     listing = folder / "modules.json"
-    entries = json.loads(listing.read_text(encoding="utf-8"))
+    entries = read_json(listing)
     for entry in entries:
         cls = IMPORT_PATH_TYPES.get(entry["type"])
         if cls is not None:
@@ -72,34 +73,119 @@ def make_self_contained(folder: Path) -> None:
     write_text_atomically(listing, json.dumps(entries, indent=2))
 
 
-def trusted_classes(folder: Path) -> dict[str, type]:
-    """lwap's classes for the lwap types `folder`'s modules.json names; ModelLoadError for anything else.
+def is_router(name: str) -> bool:
+    """Whether `name` is sentence-transformers' container module (Router; Asym is its old alias): its
+    router_config.json names more module classes, each in a subfolder of its own, which lwap reads as it
+    reads modules.json's."""
+    return name.startswith("sentence_transformers.") and name.rsplit(".", 1)[-1] in ("Router", "Asym")
+
+
+@dataclass(frozen=True)
+class FolderModule:
+    """One module a model folder loads: its class name, its folder, and the file that names it."""
+
+    type: str
+    folder: Path
+    listed_in: Path
+
+
+def inside(folder: Path, relative: object, listed_in: Path) -> Path:
+    """`folder / relative`, or ModelLoadError naming `listed_in` if the path leaves the folder: absolute,
+    with `..`, or a symbolic link out of it (sentence-transformers refuses the first two with a bare
+    ValueError; a link it would follow)."""
+    if not isinstance(relative, str):
+        raise ModelLoadError(f"{listed_in}: module path {relative!r} is not a string")
+    pure = PureWindowsPath(relative)
+    if pure.anchor or Path(relative).is_absolute() or ".." in pure.parts or "\0" in relative:
+        raise ModelLoadError(
+            f"{listed_in}: module path {relative!r} leaves the model folder (absolute or with '..'); "
+            "refusing to read it"
+        )
+    path = folder / relative
+    root = folder.resolve()
+    if path.exists() and not path.resolve().is_relative_to(root):
+        raise ModelLoadError(
+            f"{listed_in}: module path {relative!r} is a link out of the model folder "
+            f"(to {path.resolve()}); refusing to read it"
+        )
+    return path
+
+
+def _entries(listing: Path, data: Any, key: str) -> list[tuple[str, str]]:
+    """(type, path) pairs of a modules.json (a list of {type, path}) or a router config's `types`."""
+    try:
+        if key == "modules":
+            return [(str(entry["type"]), entry.get("path", "")) for entry in data]
+        return [(str(kind), path) for path, kind in data["types"].items()]
+    except (KeyError, TypeError, AttributeError) as error:
+        what = "a list of {type, path}" if key == "modules" else "an object with 'types'"
+        raise ModelLoadError(
+            f"{listing}: malformed, expected {what} ({type(error).__name__}: {error})"
+        ) from None
+
+
+def folder_modules(folder: Path) -> list[FolderModule]:
+    """Every module `folder`'s modules.json names, and recursively every module a Router there routes to
+    (read from its router_config.json, or the legacy config.json). Paths are checked to stay inside the
+    folder before anything under them is read. ModelLoadError (one line, naming the file) otherwise."""
+    found: list[FolderModule] = []
+    pending = [(folder, folder / "modules.json", "modules")]
+    routers: set[Path] = set()
+    while pending:
+        base, listing, key = pending.pop(0)
+        try:
+            data = read_json(listing)
+        except DataError as error:
+            raise ModelLoadError(str(error)) from None
+        for kind, relative in _entries(listing, data, key):
+            module = FolderModule(kind, inside(base, relative, listing), listing)
+            found.append(module)
+            if is_router(kind):
+                if module.folder.resolve() in routers:  # sentence-transformers would recurse forever
+                    raise ModelLoadError(
+                        f"{listing}: module path {relative!r} leads back to a Router already read (a cycle); "
+                        "refusing it"
+                    )
+                routers.add(module.folder.resolve())
+                config = module.folder / "router_config.json"
+                pending.append(
+                    (module.folder, config if config.is_file() else module.folder / "config.json", "router")
+                )
+    return found
+
+
+def trusted_classes(folder: Path, *, allow_foreign: bool = False) -> dict[str, type]:
+    """lwap's classes for the lwap types `folder`'s modules (Routers' routes included) name;
+    ModelLoadError for anything else.
 
     sentence-transformers' own types pass (it imports those itself); a `<file>.<Class>` type passes only if
     that file and the files it imports hold the same code as the ones this lwap ships (`same_code`).
+    `allow_foreign` (`trust_remote_code=True`): anything else is left to sentence-transformers to import.
     """
-    listing = folder / "modules.json"
-    try:
-        types = [entry["type"] for entry in json.loads(listing.read_text(encoding="utf-8"))]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ModelLoadError(f"{listing}: malformed ({error})") from None
     classes: dict[str, type] = {}
-    untrusted = []
-    for name in types:
+    untrusted: dict[str, Path] = {}
+    for module in folder_modules(folder):
+        name = module.type
         if name.startswith("sentence_transformers."):
             continue
         if name in IMPORT_PATH_TYPES:
             classes[name] = IMPORT_PATH_TYPES[name]
         elif name in FOLDER_TYPES:
-            _check_code(folder, FOLDER_TYPES[name])
+            try:
+                _check_code(folder, FOLDER_TYPES[name])
+            except ModelLoadError:
+                if not allow_foreign:
+                    raise
+                continue  # trusted: the folder's own copy is imported
             classes[name] = FOLDER_TYPES[name]
         else:
-            untrusted.append(name)
-    if untrusted:
+            untrusted.setdefault(name, module.listed_in)
+    if untrusted and not allow_foreign:
+        name, listing = next(iter(untrusted.items()))
         raise ModelLoadError(
-            f"{listing} names module classes outside lwap and sentence-transformers: {untrusted}; "
-            "refusing to import them (load with SentenceTransformer(..., trust_remote_code=True) yourself "
-            "if you trust this folder)"
+            f"{listing} names module classes outside lwap and sentence-transformers: {list(untrusted)}; "
+            "refusing to import them (pass --trust-remote-code, or load it with "
+            "SentenceTransformer(..., trust_remote_code=True) yourself, if you trust this folder)"
         )
     return classes
 
@@ -160,5 +246,9 @@ class SentenceTransformer(BaseSentenceTransformer):
         """sentence-transformers' trainer reloads its checkpoints (the best one, at the end) through this,
         naming the modules' classes by import path; a checkpoint of this class names them by file."""
         folder = Path(model_name_or_path)
-        found = trusted_classes(folder) if os.path.isdir(folder) else {}
-        return super()._load_with_module_classes(model_name_or_path, {**found, **module_classes}, **kwargs)
+        trust = bool(kwargs.pop("trust_remote_code", False))
+        found = trusted_classes(folder, allow_foreign=trust) if os.path.isdir(folder) else {}
+        classes = {**found, **module_classes}
+        return super()._load_with_module_classes(
+            model_name_or_path, classes, trust_remote_code=trust, **kwargs
+        )

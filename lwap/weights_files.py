@@ -27,6 +27,8 @@ def weights_files(folder: Path) -> list[Path]:
         pass  # no (or a malformed) modules.json: the folder's own files; the folder check says the rest
     found: list[Path] = []
     for module in dict.fromkeys(modules):
+        if Path(module).is_absolute() or ".." in Path(module).parts:
+            continue  # a path out of the folder: lwap.model_folder refuses it, nothing is read there
         found += sorted(p for p in (folder / module).glob("*.safetensors") if p.is_file())
     return found
 

@@ -39,6 +39,7 @@ class Target:
     gzip: bool = False  # reads .gz (input files) / a .gz inside (input folders)
     empty_ok: bool = False  # an empty input is valid (encode: an empty file is zero sentences)
     weights: str = ""  # model folders: the safetensors file inside that the weights faults damage
+    model: str | None = None  # the model folder inside ("." itself) that the hostile-folder faults craft
 
 
 TARGETS = (
@@ -52,6 +53,7 @@ TARGETS = (
         "a saved model folder",
         inner="modules.json",
         weights="model.safetensors",
+        model=".",
     ),
     Target(
         "encode --input",
@@ -75,6 +77,7 @@ TARGETS = (
         "a saved model folder",
         inner="modules.json",
         weights="1_LayerwiseAttentionPooling/model.safetensors",  # the pooling head's, this time
+        model=".",
     ),
     Target(
         "eval --tasks PATH",
@@ -107,6 +110,7 @@ TARGETS = (
         "run",
         "a finished lwap train run's folder",
         inner="train_summary.json",
+        model="model",
     ),
     Target("train CONFIG", "train", "argument", "config", INPUT_FILE, "config.yaml", "a YAML config file"),
     Target(
@@ -119,6 +123,7 @@ TARGETS = (
         "a complete checkpoint folder",
         inner="trainer_state.json",
         weights="model.safetensors",
+        model=".",
     ),
     Target("output.dir", "train", "config key", "output.dir", OUTPUT_FOLDER, "run", "a folder to write"),
     Target(
@@ -131,6 +136,7 @@ TARGETS = (
         "a Hugging Face model folder",
         inner="config.json",
         weights="model.safetensors",
+        model=".",
     ),
     Target(
         "data.train",
@@ -156,6 +162,10 @@ NOT_PATHS: dict[str, str] = {
     "encode max_seq_length": "a number",
     "encode device": "a device name",
     "encode no_progress": "a flag",
+    "encode overwrite": "a flag (replace an existing --output)",
+    "encode trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",
+    "eval trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",
+    "card trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",
     "eval aggregation": "a choice",
     "eval variant": "a choice (--data senteval|raw|hub); the files come from $LWAP_DATA_DIR",
     "eval bootstrap": "a number",
@@ -181,6 +191,7 @@ NOT_PATHS: dict[str, str] = {
     "output.save_total_limit": "a number",
     "model.pooling": "a choice",
     "model.max_seq_length": "a number",
+    "model.trust_remote_code": "a flag (model.backbone's own code: the hostile-folder columns below)",
     "model.lwap_layers": "numbers",
     "model.score_scale": "a choice",
     "model.weighted_layer_start": "a number",
@@ -271,8 +282,35 @@ FAULTS = (
         "model folders: the weights file's header overwritten (not safetensors)",
         r"damaged weights file",
     ),
+    Fault(
+        "half-json",
+        "the JSON file inside that is read (the *not-utf8* one) cut in half",
+        r"not valid JSON|not a complete",
+    ),
+    Fault(
+        "auto-map",
+        "model folders: config.json's `auto_map` names a class from a .py file in the folder, which "
+        "would write a marker file when imported (transformers would ask `[y/N]` on a prompt)",
+        r"auto_map names code from the folder",
+    ),
+    Fault(
+        "pickle-weights",
+        "model folders: the backbone's weights only as a pickle (`pytorch_model.bin`)",
+        r"weights stored as a pickle",
+    ),
+    Fault(
+        "path-escape",
+        "model folders: a module path in modules.json that leaves the folder (`../..`)",
+        r"leaves the model folder",
+    ),
+    Fault(
+        "router-code",
+        "model folders: a Router module routing to a class from a .py file in the folder",
+        r"outside lwap and sentence-transformers",
+    ),
     Fault("unicode-name", "a name with spaces and non-ASCII characters (must work)", r""),
 )
+HOSTILE = ("auto-map", "pickle-weights", "path-escape", "router-code")
 FAULT = {fault.name: fault for fault in FAULTS}
 
 
@@ -291,6 +329,10 @@ def expectation(target: Target, fault: str) -> str:
         return "n/a: no .gz is read here" if inputs else "n/a: an output is not read"
     if fault.startswith("weights-") and not target.weights:
         return "n/a: no weights file is read here"
+    if fault == "half-json" and not target.inner.endswith(".json"):
+        return "n/a: no JSON file is read here" if inputs else "n/a: an output is not read"
+    if fault in HOSTILE and target.model is None:
+        return "n/a: no model folder is read here"
     if fault == "empty" and target.empty_ok:
         return "works"  # zero lines give a (0, dim) .npy, as encode([]) gives a (0, dim) array
     return "error"
@@ -323,7 +365,10 @@ def doc_section() -> str:
         "before the failure (datasets' `Generating train split`) is not counted as a second line. The "
         "training cells that must work run `lwap train` for real up to the optimisation loop (config "
         "read, data read, backbone loaded, checkpoint found, output folder prepared), which opens no "
-        "path the user gave.",
+        "path the user gave. The hostile-folder columns (*auto-map* to *router-code*, crafted by "
+        "`tests/hostile.py`) apply to every command that reads a model folder (for `card RUN`, the run's "
+        "`model/`); their cells also fail if the folder's code ran (its marker file) or a prompt read stdin "
+        "(closed).",
         "",
         "| path | kind | holds | " + " | ".join(f.name for f in FAULTS) + " |",
         "| --- | --- | --- | " + " | ".join("---" for _ in FAULTS) + " |",

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +26,9 @@ import pytest
 import yaml
 from conftest import REPO, SENTENCES
 from eval_mirror import write_beir
+from hostile import CRAFTS, MARKER, craft_half_json
 from path_matrix import (
+    HOSTILE,
     INPUT_FILE,
     INPUT_FOLDER,
     NOT_PATHS,
@@ -251,6 +255,12 @@ def make_fault(world: World, target: Target, fault: str, request: pytest.Fixture
     elif fault.startswith("weights-"):
         world.make_valid(target, path)
         _damage_weights(path / target.weights, fault)
+    elif fault == "half-json":
+        world.make_valid(target, path)
+        craft_half_json(path / target.inner)
+    elif fault in HOSTILE:
+        world.make_valid(target, path)
+        CRAFTS[fault](path / (target.model or "."))
     else:
         raise AssertionError(f"unknown fault {fault}")
     return path
@@ -325,7 +335,9 @@ def check_error(world: World, target: Target, fault: Fault, path: Path, capfd, m
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     before = snapshot(world.root)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # closed: a prompt reads EOF and fails the cell
     code, err = _run(argv, capfd)
+    assert not list(world.root.rglob(MARKER)), "the folder's code ran"
     assert "Traceback" not in err, err
     lines = [line for line in err.splitlines() if line.strip() and not PROGRESS_BAR.match(line)]
     assert code == 2 and len(lines) == 1, f"exit {code}, stderr:\n{err}"

@@ -50,13 +50,22 @@ def test_damaged_backbone_weights(tiny_bert: Path, tmp_path: Path) -> None:
         build_model(str(backbone), "mean")
 
 
-def test_damaged_latest_checkpoint_names_an_earlier_one(saved: Path, tmp_path: Path) -> None:
+def test_damaged_latest_checkpoint_names_an_earlier_one(
+    saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--resume` falls back to the newest intact checkpoint, naming the damaged file (issue 39); an
+    explicit `--resume CHECKPOINT` of the damaged one names the earlier one to pass instead."""
     for step in (5, 10):
         checkpoint = tmp_path / "checkpoints" / f"checkpoint-{step}"
         shutil.copytree(saved, checkpoint)
         (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
-    (tmp_path / "checkpoints" / "checkpoint-10" / "model.safetensors").write_bytes(b"")
+    damaged = tmp_path / "checkpoints" / "checkpoint-10"
+    (damaged / "model.safetensors").write_bytes(b"")
+    assert check_output_dir(tmp_path, overwrite=False, resume=True).name == "checkpoint-5"
+    said = capsys.readouterr().err
+    assert "checkpoint-10/model.safetensors: damaged weights file, empty" in said
+    assert "resuming from the newest intact one, checkpoint-5" in said
     with pytest.raises(
         ResumeError, match=r"damaged weights file, empty .*--resume .*checkpoint-5 to continue"
     ):
-        check_output_dir(tmp_path, overwrite=False, resume=True)
+        check_output_dir(tmp_path, overwrite=False, resume=str(damaged))

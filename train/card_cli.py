@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="let the model folder run code of its own (module classes outside lwap and "
+        "sentence-transformers, auto_map); off by default: lwap refuses such a folder with one line",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,21 +43,27 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.run_dir).expanduser()
     if (out / "modules.json").is_file() and (out.parent / SUMMARY_JSON).is_file():
         out = out.parent  # the run's model folder (OUT/model) was given: its records are in OUT
-    check_run_folder(out)
+    check_run_folder(out, trust_remote_code=args.trust_remote_code)
     if args.eval:
-        evaluate_for_card(out, args.tasks, batch_size=args.batch_size, precision=args.precision)
+        evaluate_for_card(
+            out,
+            args.tasks,
+            batch_size=args.batch_size,
+            precision=args.precision,
+            trust_remote_code=args.trust_remote_code,
+        )
     print(f"lwap card: wrote {write_card(out)}", flush=True)
     return 0
 
 
-def check_run_folder(out: Path) -> None:
-    """DataError (one line naming the path) unless `out` is a finished run whose records read cleanly."""
-    import json
-
-    import yaml
-
+def check_run_folder(out: Path, *, trust_remote_code: bool = False) -> None:
+    """DataError or ModelLoadError (one line naming the path) unless `out` is a finished run whose records
+    read cleanly and whose model folder holds only what `lwap.model_folder` allows (the card vouches for
+    it)."""
     from lwap.errors import DataError
-    from lwap.train.outputs import CONFIG_YAML, SUMMARY_JSON, is_finished
+    from lwap.files import read_json_object, read_yaml
+    from lwap.model_folder import check_model_folder
+    from lwap.train.outputs import CONFIG_YAML, MODEL_DIR, SUMMARY_JSON, is_finished
 
     if not out.exists():
         what = "a symbolic link that leads to no folder" if out.is_symlink() else "no such run folder"
@@ -63,22 +75,20 @@ def check_run_folder(out: Path) -> None:
     ]
     if not is_finished(out) or missing:
         raise DataError(f"{out}: not a complete lwap train run (no {', '.join(missing)})")
-    for name, parse in ((CONFIG_YAML, yaml.safe_load), (SUMMARY_JSON, json.loads)):
-        try:
-            parse((out / name).read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
-            raise DataError(f"{out / name}: not valid UTF-8") from None
-        except (ValueError, yaml.YAMLError) as error:
-            raise DataError(f"{out / name}: malformed ({str(error).splitlines()[0]})") from None
+    config = read_yaml(out / CONFIG_YAML)
+    if not isinstance(config, dict):
+        raise DataError(f"{out / CONFIG_YAML}: expected a mapping of sections, got {type(config).__name__}")
+    read_json_object(out / SUMMARY_JSON)
+    check_model_folder(out / MODEL_DIR, trust_remote_code=trust_remote_code)
 
 
-def evaluate_for_card(out: Path, tasks: list[str], *, batch_size: int, precision: str) -> None:
+def evaluate_for_card(
+    out: Path, tasks: list[str], *, batch_size: int, precision: str, trust_remote_code: bool = False
+) -> None:
     """Score OUT/model and the run's backbone with `lwap eval`; write OUT/card_eval.json."""
-    import yaml
-
-    from lwap.errors import ModelLoadError
+    from lwap.errors import DataError, ModelLoadError
     from lwap.eval.api import evaluate_model
-    from lwap.files import write_json_atomically
+    from lwap.files import read_yaml, write_json_atomically
     from lwap.model import build_model, load_model
     from lwap.train.model_card import CARD_EVAL_JSON
     from lwap.train.outputs import CONFIG_YAML, MODEL_DIR
@@ -86,12 +96,16 @@ def evaluate_for_card(out: Path, tasks: list[str], *, batch_size: int, precision
     def log(message: str) -> None:
         print(f"lwap card: {message}", file=sys.stderr, flush=True)
 
-    backbone = yaml.safe_load((out / CONFIG_YAML).read_text(encoding="utf-8"))["model"]["backbone"]
+    model_section = read_yaml(out / CONFIG_YAML).get("model")
+    backbone = model_section.get("backbone") if isinstance(model_section, dict) else None
+    if not isinstance(backbone, str):
+        raise DataError(f"{out / CONFIG_YAML}: no model.backbone")
+    trusted = {"trust_remote_code": trust_remote_code}
     try:
-        base, base_label = load_model(backbone), f"backbone `{backbone}` (its own pooling)"
+        base, base_label = load_model(backbone, **trusted), f"backbone `{backbone}` (its own pooling)"
     except ModelLoadError:  # a plain encoder declares no sentence pooling: score its mean pooling
-        base, base_label = build_model(backbone, "mean"), f"backbone `{backbone}` (mean pooling)"
-    options = {"batch_size": batch_size, "precision": precision, "log": log}
+        base, base_label = build_model(backbone, "mean", **trusted), f"backbone `{backbone}` (mean pooling)"
+    options = {"batch_size": batch_size, "precision": precision, "log": log, **trusted}
     rows = [["this model", evaluate_model(str(out / MODEL_DIR), tasks, **options)]]
     rows.append([base_label, evaluate_model(base, tasks, model_name=backbone, **options)])
     for _, results in rows:

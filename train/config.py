@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from lwap import registry
-from lwap.errors import ConfigError, unknown_value
+from lwap.errors import ConfigError, DataError, unknown_value
+from lwap.files import read_yaml
 
 OBJECTIVES = ("unsup_simcse", "sup_simcse")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -31,6 +32,7 @@ DEVICES = ("auto", "cpu", "cuda")
 LR_SCHEDULERS = ("linear", "constant", "constant_with_warmup", "cosine")
 BATCH_SAMPLERS = ("random", "no_duplicates", "length_grouped")
 ATTENTIONS = ("sdpa", "eager")
+SEED_MAX = 2**32 - 1
 
 
 @dataclass
@@ -59,6 +61,9 @@ class ModelConfig:
     backbone: str  # hub id or local folder
     pooling: str  # one of lwap.POOLINGS (lwap.registry)
     max_seq_length: int = 32
+    trust_remote_code: bool = (
+        False  # let a backbone folder run code of its own (auto_map): an explicit opt-in
+    )
 
     def pooler_options(self) -> dict[str, Any]:
         """Every pooler option's value (build_model uses the chosen pooler's own)."""
@@ -164,14 +169,9 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     if not path.is_file():
         raise ConfigError(f"{source}: {'is a directory' if path.is_dir() else 'no such config file'}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{source}: not a UTF-8 text file") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError(f"{source}:{where}: invalid YAML ({problem})") from None
+        raw = read_yaml(path, source)  # names the file and line of a fault, as every file lwap reads
+    except DataError as error:
+        raise ConfigError(str(error)) from None
     if raw is None:
         raise ConfigError(f"{source}: config file is empty")
     if not isinstance(raw, dict):
@@ -309,6 +309,11 @@ def _check_values(c: TrainConfig, source: str) -> None:
             raise ConfigError(f"{source}: {key} must be {what}, got {value!r}")
 
     need(bool(c.output.dir.strip()), "output.dir", "a non-empty path", c.output.dir)
+    from lwap.files import name_too_long
+
+    too_long = name_too_long(Path(c.output.dir).expanduser())
+    if too_long:
+        raise ConfigError(f"{source}: output.dir {too_long}")
     need(c.output.save_steps >= 1, "output.save_steps", "at least 1", c.output.save_steps)
     if c.output.save_total_limit is not None:
         need(
@@ -322,6 +327,12 @@ def _check_values(c: TrainConfig, source: str) -> None:
         registry.check(c.model.pooling, c.model.pooler_options(), key_prefix="model.")
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
+    need(
+        0 <= c.training.seed <= SEED_MAX,
+        "training.seed",
+        f"between 0 and {SEED_MAX} (2**32 - 1, the largest seed numpy and torch's data order accept)",
+        c.training.seed,
+    )
     need(
         c.model.max_seq_length >= 2,
         "model.max_seq_length",

@@ -100,20 +100,14 @@ PLACEHOLDER = "sentence_transformers_model_id"  # sentence-transformers' push_to
 def write_card(out: Path) -> Path:
     """Write OUT/model/README.md from the run's own records (config.yaml, train_summary.json, metrics.csv,
     card_eval.json if `lwap card --eval` made one); `lwap train` calls it last, `lwap card` again later."""
-    import json
-
-    import yaml
-
-    from lwap.files import write_text_atomically
+    from lwap.files import read_json_object, read_yaml, write_text_atomically
     from lwap.train.config import config_from_dict
     from lwap.train.outputs import CONFIG_YAML, METRICS_CSV, MODEL_DIR, SUMMARY_JSON
 
-    config = config_from_dict(yaml.safe_load((out / CONFIG_YAML).read_text(encoding="utf-8")), str(out))
-    summary = json.loads((out / SUMMARY_JSON).read_text(encoding="utf-8"))
+    config = config_from_dict(read_yaml(out / CONFIG_YAML), str(out))
+    summary = read_json_object(out / SUMMARY_JSON)
     evaluation_file = out / CARD_EVAL_JSON
-    evaluation = (
-        json.loads(evaluation_file.read_text(encoding="utf-8")) if evaluation_file.is_file() else None
-    )
+    evaluation = read_json_object(evaluation_file) if evaluation_file.is_file() else None
     model_dir = out / MODEL_DIR
     card = card_text(config, summary, _logged(out / METRICS_CSV), evaluation, model_dir)
     write_text_atomically(model_dir / "README.md", card)
@@ -122,14 +116,17 @@ def write_card(out: Path) -> Path:
 
 def _logged(metrics_csv: Path) -> dict[int, dict[str, float]]:
     """step -> {metric: value} from metrics.csv (every value the trainer logged, at full precision)."""
-    import csv
+    from lwap.errors import DataError
+    from lwap.files import read_csv_rows
 
     by_step: dict[int, dict[str, float]] = {}
     if metrics_csv.is_file():
-        with metrics_csv.open(encoding="utf-8", newline="") as handle:
-            for row in csv.DictReader(handle):
+        for line, row in read_csv_rows(metrics_csv):
+            try:
                 if row["step"]:
                     by_step.setdefault(int(float(row["step"])), {})[row["metric"]] = float(row["value"])
+            except (KeyError, ValueError) as error:
+                raise DataError(f"{metrics_csv}:{line}: expected step, metric, value ({error})") from None
     return by_step
 
 

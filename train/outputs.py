@@ -16,15 +16,16 @@ so a crash while saving never leaves a folder that loads as a finished model.
 from __future__ import annotations
 
 import contextlib
-import json
+import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lwap.errors import ConfigError, LwapError, OutputExistsError, OutputWriteError
-from lwap.files import atomic_path, check_output, leftover_partials, write_failure
+from lwap.files import atomic_path, check_output, leftover_partials, read_json_object, write_failure
 from lwap.locking import hold
 
 MODEL_DIR = "model"
@@ -61,10 +62,11 @@ def checkpoint_step(folder: Path) -> int | None:
 
 
 def is_complete_checkpoint(folder: Path) -> bool:
-    """transformers writes trainer_state.json last: a checkpoint with a readable one is complete."""
+    """transformers writes trainer_state.json last: a checkpoint with a readable one was written to the end.
+    Whether its files are intact too is `lwap.train.checkpoint_integrity.checkpoint_damage`'s question."""
     try:
-        state = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        state = read_json_object(folder / "trainer_state.json")
+    except LwapError:
         return False
     return (folder / "modules.json").is_file() and state.get("global_step") == checkpoint_step(folder)
 
@@ -130,14 +132,33 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
                 found = "is a file" if checkpoint.exists() else "no such folder"
                 raise ResumeError(f"--resume {resume}: {found}, expected a checkpoint folder (checkpoint-N)")
             if not is_complete_checkpoint(checkpoint):
-                raise ResumeError(f"--resume {resume}: not a complete checkpoint folder (checkpoint-N)")
-            _check_checkpoint_weights(checkpoint, f"--resume {resume}")
+                fault = _state_fault(checkpoint)
+                raise ResumeError(
+                    f"--resume {resume}: not a complete checkpoint folder (checkpoint-N){fault}"
+                )
+            damage = _damage(checkpoint)
+            if damage is not None:
+                intact = _intact(checkpoint.parent.parent, before=checkpoint_step(checkpoint) or 0)
+                hint = f"; pass --resume {intact} to continue from an earlier one" if intact else ""
+                raise ResumeError(f"--resume {resume}: {damage}{hint}")
             return checkpoint
-        checkpoint = latest_complete_checkpoint(out)
-        if checkpoint is None:
+        complete = [p for p in checkpoints(out) if is_complete_checkpoint(p)]
+        if not complete:
             raise ResumeError(f"--resume: no complete checkpoint in {out / CHECKPOINTS_DIR}")
-        _check_checkpoint_weights(checkpoint, "--resume")
-        return checkpoint
+        damaged: list[str] = []
+        for checkpoint in reversed(complete):  # the newest intact one
+            damage = _damage(checkpoint)
+            if damage is None:
+                if damaged:
+                    _say(
+                        f"lwap train: --resume: {damaged[-1]}; {len(damaged)} newer checkpoint"
+                        f"{'s are' if len(damaged) > 1 else ' is'} damaged, resuming from the newest intact "
+                        f"one, {checkpoint.name} (the damaged ones are removed as the run continues)"
+                    )
+                return checkpoint
+            damaged.append(damage)
+        folder = out / CHECKPOINTS_DIR
+        raise ResumeError(f"--resume: no intact checkpoint in {folder} (the newest: {damaged[0]})")
     if checkpoints(out) and not overwrite:
         latest = checkpoints(out)[-1].name
         raise OutputExistsError(
@@ -147,20 +168,45 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
     return None
 
 
-def _check_checkpoint_weights(checkpoint: Path, label: str) -> None:
-    from lwap.weights_files import check_weights_files
+def _damage(checkpoint: Path) -> str | None:
+    """What `--resume` would fail on in `checkpoint` (lwap.train.checkpoint_integrity; its model folder as
+    lwap.model_folder allows one), or None."""
+    from lwap.model_folder import check_model_folder
+    from lwap.train.checkpoint_integrity import checkpoint_damage
 
+    damage = checkpoint_damage(checkpoint)
+    if damage is not None:
+        return damage
     try:
-        check_weights_files(checkpoint)
+        check_model_folder(checkpoint)
     except LwapError as error:
-        step = checkpoint_step(checkpoint) or 0
-        earlier = [
-            p
-            for p in checkpoints(checkpoint.parent.parent)
-            if (checkpoint_step(p) or 0) < step and is_complete_checkpoint(p)
-        ]
-        hint = f"; pass --resume {earlier[-1]} to continue from an earlier one" if earlier else ""
-        raise ResumeError(f"{label}: {error}{hint}") from None
+        return str(error)
+    return None
+
+
+def _intact(out: Path, before: int) -> Path | None:
+    """The newest complete, undamaged checkpoint in `out` older than step `before`."""
+    earlier = [p for p in checkpoints(out) if (checkpoint_step(p) or 0) < before]
+    earlier = [p for p in earlier if is_complete_checkpoint(p)]
+    return next((p for p in reversed(earlier) if _damage(p) is None), None)
+
+
+def _state_fault(checkpoint: Path) -> str:
+    """Why trainer_state.json makes `checkpoint` incomplete, when it is there but unreadable."""
+    state = checkpoint / "trainer_state.json"
+    if not state.is_file():
+        return ""
+    try:
+        read_json_object(state)
+    except LwapError as error:
+        return f": {error}"
+    return ""
+
+
+def _say(message: str) -> None:
+    """A line on stderr from the main process only (every process checks the output folder)."""
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(message, file=sys.stderr, flush=True)
 
 
 def checkpoint_write_error(error: BaseException, out: Path) -> OutputWriteError | None:

@@ -9,14 +9,13 @@ comes out (see `lwap.train.outputs` for the layout).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 from lwap.errors import LwapError
-from lwap.files import write_json_atomically, write_text_atomically
+from lwap.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.train import outputs
 from lwap.train.config import TrainConfig, dump_config
 from lwap.train.trainer import build_trainer, initial_model, training_arguments
@@ -70,7 +69,7 @@ def _train(
     from lwap.train.data import load_train_dataset
 
     # inputs before the output folder: a bad backbone or data file must not clear or start a run there
-    check_backbone(config.model.backbone)
+    check_backbone(config.model.backbone, trust_remote_code=config.model.trust_remote_code)
     with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
         dataset = load_train_dataset(config.data, config.objective.name)
     with args.main_process_first(desc="output folder"):
@@ -143,7 +142,7 @@ def _train(
 def _training_done(checkpoint: Path, config: TrainConfig) -> bool:
     """Whether `checkpoint` is the last step of the run `config` asks for. transformers would train one
     step more from it; a run whose model could not be written (a full disk) resumes this way."""
-    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    state = read_json_object(checkpoint / "trainer_state.json")  # checked by --resume already
     target = config.training.max_steps if config.training.max_steps > 0 else state.get("max_steps", 0)
     return int(state.get("global_step", 0)) >= int(target or 0) > 0
 
@@ -157,7 +156,8 @@ def _load_finished(trainer: Any, checkpoint: Path, config: TrainConfig) -> None:
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
     best = trainer.state.best_model_checkpoint
     kept = Path(best) if config.eval.keep_best and best and Path(best).is_dir() else checkpoint
-    trainer.model.load_state_dict(load_model(kept, device="cpu").state_dict())
+    trusted = config.model.trust_remote_code
+    trainer.model.load_state_dict(load_model(kept, device="cpu", trust_remote_code=trusted).state_dict())
 
 
 def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | None) -> None:

