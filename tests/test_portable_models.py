@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import SENTENCES
+from sentence_transformers import SentenceTransformer
 from test_train_run import tiny_config
 
 from lwap import build_model, load_model
@@ -152,6 +153,37 @@ def test_comment_and_docstring_edits_are_not_code_changes(tiny_bert: Path, tmp_p
     assert code.read_text(encoding="utf-8") != text
     np.testing.assert_allclose(load_model(folder).encode(SENTENCES), model.encode(SENTENCES), atol=1e-6)
     code.write_text(text.replace("dim=-1)", "dim=1)", 1), encoding="utf-8")  # one argument changed
+    with pytest.raises(ModelLoadError, match=r"layerwise_attention\.py differs from"):
+        load_model(folder)
+
+
+def test_folder_saved_by_the_earlier_module_code_loads_with_todays_class(
+    tiny_bert: Path, tmp_path: Path
+) -> None:
+    """A folder saved before the query and output variants: its config has none of their keys and its
+    code files are the ones that lwap shipped. lwap loads it with today's class at their defaults (the
+    paper's head), which embeds as that folder's own code does, run by sentence-transformers alone."""
+    from lwap.portable import EARLIER_CODE
+
+    folder = tmp_path / "m"
+    build_model(str(tiny_bert), "lwap", lwap_layers=[1, 3, 5], score_scale="sqrt_hidden").save(str(folder))
+    for earlier in sorted(EARLIER_CODE.glob("f88fd41/*.txt")):
+        (folder / earlier.name.removesuffix(".txt")).write_bytes(earlier.read_bytes())
+    config = folder / "1_LayerwiseAttentionPooling" / "config.json"
+    saved = json.loads(config.read_text(encoding="utf-8"))
+    old = {key: saved[key] for key in ("hidden_size", "num_hidden_states", "layers", "score_scale", "start")}
+    config.write_text(json.dumps(old), encoding="utf-8")
+    assert "latent_queries" not in (folder / "layerwise_attention.py").read_text(encoding="utf-8")
+
+    own_code = SentenceTransformer(str(folder), trust_remote_code=True)  # the folder's (earlier) code
+    assert type(own_code[1]).__module__ != "lwap.layerwise_attention"
+    model = load_model(folder)
+    assert type(model[1]).__module__ == "lwap.layerwise_attention"
+    head = model[1]
+    assert (head.queries, head.output_from, head.layers) == ("cls", "cls_concat", [1, 3, 5])
+    np.testing.assert_allclose(model.encode(SENTENCES), own_code.encode(SENTENCES), atol=1e-6, rtol=0)
+    code = folder / "layerwise_attention.py"  # a change to the earlier code is still refused
+    code.write_text(code.read_text(encoding="utf-8").replace("dim=-1)", "dim=1)", 1), encoding="utf-8")
     with pytest.raises(ModelLoadError, match=r"layerwise_attention\.py differs from"):
         load_model(folder)
 
