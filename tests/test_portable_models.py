@@ -84,9 +84,14 @@ def test_trained_and_hub_ready_models_load_without_lwap(tmp_path: Path, tiny_ber
     # push_to_hub's local step, without the upload: sentence-transformers saves into a temporary folder so
     load_model(trained).save(str(hub_ready), model_name="someone/lwap-tiny", create_model_card=True)
     others = {}
-    for pooling in ("first_last_avg", "cls"):  # the other lwap module files
-        others[pooling] = tmp_path / pooling
-        build_model(str(tiny_bert), pooling).save(str(others[pooling]))
+    variant = {"lwap_queries": "latent", "lwap_output": "attention"}
+    for name, pooling, options in (  # the other lwap module files, and LWAP's variants
+        ("first_last_avg", "first_last_avg", {}),
+        ("cls", "cls", {}),
+        ("lwap-latent", "lwap", variant),
+    ):
+        others[name] = tmp_path / name
+        build_model(str(tiny_bert), pooling, **options).save(str(others[name]))
     folders = [trained, hub_ready, *others.values()]
     expected = [load_model(folder).encode(SENTENCES) for folder in folders]
 
@@ -208,11 +213,18 @@ def test_folder_types_name_the_file_and_class() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pooling", POOLINGS)
-def test_two_worker_processes_encode_as_one(pooling: str, tiny_bert: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("pooling", "options"),
+    [(pooling, {}) for pooling in POOLINGS]
+    + [("lwap", {"lwap_queries": "mean"}), ("lwap", {"lwap_queries": "latent", "lwap_output": "attention"})],
+    ids=[*POOLINGS, "lwap-meanq", "lwap-latent-attention"],
+)
+def test_two_worker_processes_encode_as_one(
+    pooling: str, options: dict, tiny_bert: Path, tmp_path: Path
+) -> None:
     """sentence-transformers' multi-process encoding of a saved and reloaded model, after a forward in this
     process (transformers installs its output hooks then: the model must still pickle)."""
-    build_model(str(tiny_bert), pooling).save(str(tmp_path / "m"))
+    build_model(str(tiny_bert), pooling, **options).save(str(tmp_path / "m"))
     model = load_model(tmp_path / "m")
     expected = model.encode(SENTENCES)
     np.testing.assert_allclose(model.encode(SENTENCES, device=["cpu", "cpu"]), expected, atol=1e-6, rtol=0)
