@@ -71,7 +71,7 @@ def test_an_lwap_component_variant_runs_as_its_own_row(tiny_bert: Path, tmp_path
     saved = json.loads((model / "1_LayerwiseAttentionPooling" / "config.json").read_text())
     assert (saved["queries"], saved["latent_queries"], saved["output_from"]) == ("latent", 4, "attention")
     profile = cell["layer_attention"]["mean_attention"]  # what the 4 learned queries give the 6 levels
-    assert len(profile) == 6 and abs(sum(profile) - 1) < 1e-5
+    assert len(profile) == 6 and abs(sum(profile) - 1) < 1e-2  # evaluated in bf16
     assert subprocess.run(compare("report", "--results", str(results)), env=env).returncode == 0
     text = (results / "RESULTS.md").read_text(encoding="utf-8")
     assert "| `lwap-latent-attn` | 1 |" in text
