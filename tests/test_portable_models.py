@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from conftest import SENTENCES
 from sentence_transformers import SentenceTransformer
 from test_train_run import tiny_config
@@ -186,7 +187,12 @@ def test_folder_saved_by_the_earlier_module_code_loads_with_todays_class(
     assert type(model[1]).__module__ == "lwap.layerwise_attention"
     head = model[1]
     assert (head.queries, head.output_from, head.layers) == ("cls", "cls_concat", [1, 3, 5])
-    np.testing.assert_allclose(model.encode(SENTENCES), own_code.encode(SENTENCES), atol=1e-6, rtol=0)
+    assert np.array_equal(model.encode(SENTENCES), own_code.encode(SENTENCES))
+    trained = []  # in training too: the same random draws (dropout, RReLU slopes) in the same order
+    for each in (own_code, model):
+        torch.manual_seed(0)
+        trained.append(each.train()(each.preprocess(SENTENCES))["sentence_embedding"])
+    assert torch.equal(*trained)
     code = folder / "layerwise_attention.py"  # a change to the earlier code is still refused
     code.write_text(code.read_text(encoding="utf-8").replace("dim=-1)", "dim=1)", 1), encoding="utf-8")
     with pytest.raises(ModelLoadError, match=r"layerwise_attention\.py differs from"):
