@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lwap.compare.cells import load_cells
-from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name, backbones
+from lwap.compare.grid import COMPONENT_VARIANTS, REGIME_WORDS, REGIMES, Grid, backbone_name, backbones
 from lwap.compare.prose import Wording, user_wording
 
-FIGURE_ROWS = ("lwap", "lwap-native")  # the attention profiles drawn, where a backbone has their cells
+# the attention profiles drawn, where a backbone has their cells (a latent-query row's profile is the
+# attention its learned queries give each layer)
+FIGURE_ROWS = ("lwap", "lwap-native", *COMPONENT_VARIANTS)
 
 
 class Profile(NamedTuple):

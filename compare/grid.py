@@ -28,7 +28,7 @@ PLANNED_SEEDS = (0, 1, 2)
 # an order of magnitude above fine-tuning's); warm-up = the first quarter of the steps (one evaluation
 # interval of the supervised budget). `{warmup}` is filled in per regime.
 WARMUP_STEPS = {"unsup": 50, "sup": 33}
-VARIANTS: dict[str, tuple[str, ...]] = {
+NATIVE_VARIANTS: dict[str, tuple[str, ...]] = {
     "lwap-native": ("model.lwap_start=native",),
     "lwap-headlr": ("training.head_learning_rate_multiplier=10",),
     "lwap-warmup": ("training.head_warmup_steps={warmup}",),
@@ -38,6 +38,18 @@ VARIANTS: dict[str, tuple[str, ...]] = {
         "training.head_warmup_steps={warmup}",
     ),
 }
+# LWAP's own components replaced (issue 37: why LWAP trails mean pooling): the paper's `lwap` with its
+# output read from the attention alone (no last [CLS]), its queries made of each layer's mean or learned,
+# and both changes together. Each is a registry option of `lwap` (lwap/registry.py), so a row is `lwap`
+# plus its overrides, trained and evaluated as every other row.
+COMPONENT_VARIANTS: dict[str, tuple[str, ...]] = {
+    "lwap-attn": ("model.lwap_output=attention",),
+    "lwap-meanq": ("model.lwap_queries=mean",),
+    "lwap-latent": ("model.lwap_queries=latent",),
+    "lwap-meanq-attn": ("model.lwap_queries=mean", "model.lwap_output=attention"),
+    "lwap-latent-attn": ("model.lwap_queries=latent", "model.lwap_output=attention"),
+}
+VARIANTS: dict[str, tuple[str, ...]] = {**NATIVE_VARIANTS, **COMPONENT_VARIANTS}  # rows that are `lwap`
 ROWS = POOLERS + tuple(VARIANTS)
 
 STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")

@@ -7,7 +7,15 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from lwap.compare.grid import PLANNED_SEEDS, POOLERS, UNTOUCHED_POOLINGS, VARIANTS, variant_overrides
+from lwap.compare.grid import (
+    COMPONENT_VARIANTS,
+    NATIVE_VARIANTS,
+    PLANNED_SEEDS,
+    POOLERS,
+    UNTOUCHED_POOLINGS,
+    VARIANTS,
+    variant_overrides,
+)
 
 # The three figures each verdict reads: SimCSE's STS aggregation, the LWAP paper's, and retrieval.
 HEADLINE = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
@@ -99,19 +107,29 @@ def plain_simcse_bar(
 
 
 def variant_legend(cells: dict[str, list[dict[str, Any]]], regime: str) -> list[str]:
-    """What each LWAP variant row adds to the grid's budget (issue 12: LWAP on already-trained encoders)."""
-    rows = [row for row in cells if row in VARIANTS]
-    if not rows:
-        return []
-    seeds = ", ".join(f"`{row}` {len(cells[row])}/{len(PLANNED_SEEDS)}" for row in rows)
-    lines = [f"LWAP variants for already-trained encoders (seeds run: {seeds}), `lwap` plus:", ""]
-    lines += [f"- `{row}`: " + ", ".join(f"`{o}`" for o in variant_overrides(row, regime)) for row in rows]
-    return [*lines, ""]
+    """What each LWAP variant row adds to the grid's budget: the variants for already-trained encoders
+    (issue 12), then those that replace one of LWAP's components (issue 37)."""
+    lines = []
+    for group, what in (
+        (NATIVE_VARIANTS, "LWAP variants for already-trained encoders"),
+        (COMPONENT_VARIANTS, "LWAP with a component replaced (its queries or what its output reads)"),
+    ):
+        rows = [row for row in cells if row in group]
+        if not rows:
+            continue
+        seeds = ", ".join(f"`{row}` {len(cells[row])}/{len(PLANNED_SEEDS)}" for row in rows)
+        lines += [f"{what} (seeds run: {seeds}), `lwap` plus:", ""]
+        lines += [
+            f"- `{row}`: " + ", ".join(f"`{o}`" for o in variant_overrides(row, regime)) for row in rows
+        ]
+        lines += [""]
+    return lines
 
 
 def variant_verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Each LWAP variant against `mean` trained with the same budget (issue 12's target)."""
-    rows = [row for row in cells if row in VARIANTS]
+    """Each LWAP variant for already-trained encoders against `mean` trained with the same budget (issue
+    12's target)."""
+    rows = [row for row in cells if row in NATIVE_VARIANTS]
     if not rows or "mean" not in cells:
         return []
     out = ["", "LWAP variants against `mean` (same budget and data order):", ""]

@@ -1,8 +1,9 @@
 """Which layers does an LWAP model listen to? Mean layer attention over a set of sentences, and its plot.
 
-`LayerwiseAttentionPooling.last_attention` holds (batch, query layer, key layer) weights of the last
-forward only; a forward hook accumulates them over every batch while sentences are encoded. Each
-sentence counts once: its attention is averaged over the query layers, then over sentences.
+`LayerwiseAttentionPooling.last_attention` holds (batch, query, key layer) weights of the last forward
+only (a query per layer, or the k learned queries of `lwap_queries: latent`); a forward hook accumulates
+them over every batch while sentences are encoded. Each sentence counts once: its attention is averaged
+over the queries, then over sentences.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class LayerAttentionRecorder:
         )
         self.sentences = 0
         self.by_key: torch.Tensor | None = None  # (key layer,)
-        self.matrix: torch.Tensor | None = None  # (query layer, key layer)
+        self.matrix: torch.Tensor | None = None  # (query, key layer)
 
     @classmethod
     def for_model(cls, model: SentenceTransformer) -> LayerAttentionRecorder | None:
@@ -84,14 +85,16 @@ def plot_layer_attention(profile: dict[str, Any], path: Path, title: str) -> Pat
     bars.set_xticks(range(len(layers)), labels)
     bars.set_xlabel("layer attended (key; emb = embedding output)")
     bars.set_ylabel("mean attention weight")
-    bars.set_title(f"mean over {profile['sentences']:,} sentences and all query layers", fontsize=9)
+    bars.set_title(f"mean over {profile['sentences']:,} sentences and all queries", fontsize=9)
     bars.legend(fontsize=8)
     image = heat.imshow(profile["query_by_key"], cmap="viridis", aspect="auto")
     heat.set_xticks(range(len(layers)), labels)
-    heat.set_yticks(range(len(layers)), labels)
+    queries = len(profile["query_by_key"])
+    by_layer = queries == len(layers)  # a query per layer; else the learned queries of `latent`
+    heat.set_yticks(range(queries), labels if by_layer else [f"q{i + 1}" for i in range(queries)])
     heat.set_xlabel("key layer")
-    heat.set_ylabel("query layer ([CLS] of)")
-    heat.set_title("attention, query layer × key layer", fontsize=9)
+    heat.set_ylabel("query layer" if by_layer else "learned query")
+    heat.set_title("attention, query × key layer", fontsize=9)
     figure.colorbar(image, ax=heat, fraction=0.046)
     figure.suptitle(title, fontsize=10)
     figure.tight_layout()

@@ -10,7 +10,10 @@ and a venv without lwap loads the folder with `SentenceTransformer(path, trust_r
 
 lwap itself never runs a folder's copy: `trusted_classes` compares every copy with lwap's own file (any
 change to the code is refused; comments and docstrings may differ: `same_code`) and hands
-sentence-transformers lwap's own classes for those names. Folders saved
+sentence-transformers lwap's own classes for those names. A copy may also be a file as an earlier lwap
+shipped it (lwap/earlier_module_code/<commit>/<file>.txt): a file goes there when its code changes, and
+only if today's class, given the configs that version saved (its keys, the new ones at their defaults),
+computes what it did (tests/test_portable_models.py loads such a folder both ways). Folders saved
 before this layout name the classes by import path (`lwap.layerwise_attention.X`, and the old homes
 `lwap.pooling.X`, `lwap.poolers.X`): they load as before.
 """
@@ -212,6 +215,15 @@ def same_code(copy: bytes, shipped: bytes) -> bool:
     return ast.dump(trees[0]) == ast.dump(trees[1])
 
 
+EARLIER_CODE = Path(__file__).resolve().parent / "earlier_module_code"
+
+
+def shipped_versions(source: Path) -> list[bytes]:
+    """lwap's module file `source` as this lwap ships it, then as earlier lwaps shipped it."""
+    earlier = sorted(EARLIER_CODE.glob(f"*/{source.name}.txt"))
+    return [source.read_bytes(), *(path.read_bytes() for path in earlier)]
+
+
 def _check_code(folder: Path, cls: type) -> None:
     for source in code_files(cls):
         copy = folder / source.name
@@ -219,7 +231,7 @@ def _check_code(folder: Path, cls: type) -> None:
             raise ModelLoadError(
                 f"{folder}: modules.json names {folder_type(cls)!r}, but {source.name} is missing"
             )
-        if not same_code(copy.read_bytes(), source.read_bytes()):
+        if not any(same_code(copy.read_bytes(), shipped) for shipped in shipped_versions(source)):
             raise ModelLoadError(
                 f"{copy} differs from the {source.name} this lwap ships: the folder was changed "
                 "or saved by another lwap version; refusing its code (load it with SentenceTransformer(..., "

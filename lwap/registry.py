@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwap.errors import ConfigError, unknown_value
-from lwap.lwap_choices import LWAP_STARTS, NATIVE_POOLINGS, SCORE_SCALES
+from lwap.lwap_choices import LWAP_OUTPUTS, LWAP_QUERIES, LWAP_STARTS, NATIVE_POOLINGS, SCORE_SCALES
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,24 @@ def _lwap(
     score_scale: str,
     lwap_start: str,
     native_pooling: str,
+    lwap_queries: str,
+    lwap_latent_queries: int,
+    lwap_output: str,
 ) -> list[Any]:
     from lwap.layerwise_attention import LayerwiseAttentionPooling
 
     states = backbone.num_layers + 1
     try:
-        head = LayerwiseAttentionPooling(backbone.hidden_size, states, lwap_layers, score_scale, lwap_start)
+        head = LayerwiseAttentionPooling(
+            backbone.hidden_size,
+            states,
+            lwap_layers,
+            score_scale,
+            lwap_start,
+            queries=lwap_queries,
+            latent_queries=lwap_latent_queries,
+            output_from=lwap_output,
+        )
     except ValueError as error:  # a layer index past this backbone's hidden states
         raise ConfigError(f"lwap_layers: {error}") from None
     if lwap_start == "random":
@@ -167,6 +179,29 @@ POOLERS: dict[str, Pooler] = {
                     "auto",
                     "lwap_start native: auto (the backbone's saved sentence-transformers pooling), mean, cls",
                     choices=NATIVE_POOLINGS,
+                ),
+                Option(
+                    "lwap_queries",
+                    str,
+                    "cls",
+                    "what queries the layers: cls (each layer's [CLS], the paper) | mean (each layer's "
+                    "masked mean) | latent (lwap_latent_queries learned vectors, starting near uniform)",
+                    choices=LWAP_QUERIES,
+                ),
+                Option(
+                    "lwap_latent_queries",
+                    int,
+                    4,
+                    "lwap_queries latent: the number of learned queries",
+                    minimum=1,
+                ),
+                Option(
+                    "lwap_output",
+                    str,
+                    "cls_concat",
+                    "what the output layer reads: cls_concat (the last [CLS] and the attention, the paper) "
+                    "| attention (the attention alone)",
+                    choices=LWAP_OUTPUTS,
                 ),
             ),
         ),

@@ -99,6 +99,25 @@ def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(tmp_path: Path) 
     assert "**Target met.**" in text  # all cells share one dev score: the first variant is the best
 
 
+def test_component_variants_get_rows_and_a_legend_of_their_own(tmp_path: Path) -> None:
+    """LWAP with a component replaced (issue 37): a row each and its overrides; not one of the variants
+    for already-trained encoders, whose target verdict leaves them out."""
+    for seed in range(3):
+        write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
+        write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0)
+        write_cell(tmp_path / "cells/unsup", "lwap-latent-attn", seed, 81.0 + 0.1 * seed, 66.0)
+    write_cell(tmp_path / "cells/unsup", "lwap-meanq", 0, 77.0, 58.0)
+    text = report_text(tmp_path)
+    assert "Grid: 6 of 18 planned cells" in text  # variants are extra rows, not grid cells
+    assert "| `lwap-latent-attn` | 3 | 81.10 ± 0.10 |" in text and "| `lwap-meanq` | 1 | 77.00 |" in text
+    legend = "LWAP with a component replaced (its queries or what its output reads) (seeds run: "
+    assert legend + "`lwap-meanq` 1/3, `lwap-latent-attn` 3/3), `lwap` plus:" in text  # in ROWS order
+    assert "- `lwap-latent-attn`: `model.lwap_queries=latent`, `model.lwap_output=attention`" in text
+    assert "- `lwap-meanq`: `model.lwap_queries=mean`" in text
+    assert "already-trained encoders" not in text and "Best variant by STS-B dev" not in text
+    assert "`lwap` − `lwap-meanq`" not in text  # the differences against `lwap` list the poolers only
+
+
 def test_a_missed_variant_target_says_why_with_the_attention_profile(tmp_path: Path) -> None:
     profile = {"layers": [0, 1, 2, 3], "sentences": 5, "mean_attention": [0.2, 0.25, 0.25, 0.3]}
     for seed in range(3):

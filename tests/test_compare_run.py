@@ -53,6 +53,32 @@ def compare(*args: str) -> list[str]:
 
 
 @pytest.mark.slow
+def test_an_lwap_component_variant_runs_as_its_own_row(tiny_bert: Path, tmp_path: Path) -> None:
+    """`--poolers lwap-latent-attn`: `lwap` with the variant's options, its own cell file, model and row."""
+    env = environment(data_mirror(tmp_path / "data"))
+    results = tmp_path / "lwap-compare"
+    grid = Grid(results, results / "work")
+    run = compare("run", "--regime", "unsup", "--backbone", str(tiny_bert), "--poolers", "lwap-latent-attn")
+    run += ["--seeds", "0", "--results", str(results), "--no-untouched"]
+    budget = ["training.max_steps=4", "training.per_device_batch_size=16", "data.max_examples=64"]
+    run += [a for o in [*budget, "output.save_steps=2", "eval.eval_steps=2"] for a in ("--set", o)]
+    done = subprocess.run(run, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cell = json.loads(grid.cell_file(str(tiny_bert), "unsup", "lwap-latent-attn", 0).read_text())
+    assert cell["pooler"] == "lwap-latent-attn" and "model.pooling=lwap" in cell["overrides"]
+    assert cell["variant"] == ["model.lwap_queries=latent", "model.lwap_output=attention"]
+    model = grid.work_dir(str(tiny_bert)) / "unsup" / "lwap-latent-attn-seed0" / "model"
+    saved = json.loads((model / "1_LayerwiseAttentionPooling" / "config.json").read_text())
+    assert (saved["queries"], saved["latent_queries"], saved["output_from"]) == ("latent", 4, "attention")
+    profile = cell["layer_attention"]["mean_attention"]  # what the 4 learned queries give the 6 levels
+    assert len(profile) == 6 and abs(sum(profile) - 1) < 1e-2  # evaluated in bf16
+    assert subprocess.run(compare("report", "--results", str(results)), env=env).returncode == 0
+    text = (results / "RESULTS.md").read_text(encoding="utf-8")
+    assert "| `lwap-latent-attn` | 1 |" in text
+    assert "- `lwap-latent-attn`: `model.lwap_queries=latent`, `model.lwap_output=attention`" in text
+
+
+@pytest.mark.slow
 def test_a_tiny_grid_runs_end_to_end_and_resumes_after_a_killed_cell(tiny_bert: Path, tmp_path: Path) -> None:
     """2 poolers × 2 seeds through `lwap compare run`: the grid is killed (SIGKILL to the runner and its
     `lwap train`) once the first cell has a checkpoint, leaving a half-trained cell and a lock of a dead

@@ -16,7 +16,7 @@ from eval_mirror import make_mirror
 from lwap import build_model, find_lwap
 from lwap.cli import main
 from lwap.eval import evaluate_model
-from lwap.eval.layer_profile import LayerAttentionRecorder
+from lwap.eval.layer_profile import LayerAttentionRecorder, plot_layer_attention
 from lwap.eval.report import format_table
 
 
@@ -97,8 +97,9 @@ def test_library_call_with_mteb_agrees_with_own_path(lwap_folder, mirror, monkey
     assert "STS-B" in format_table(own) and "Avg." in format_table(own)
 
 
-def test_recorder_averages_attention_over_all_batches(tiny_bert) -> None:
-    model = build_model(str(tiny_bert), "lwap").eval()
+@pytest.mark.parametrize("options", [{}, {"lwap_queries": "latent", "lwap_latent_queries": 3}])
+def test_recorder_averages_attention_over_all_batches(tiny_bert, tmp_path, options: dict) -> None:
+    model = build_model(str(tiny_bert), "lwap", **options).eval()
     sentences = [*SENTENCES, "another one", "and a last, longer sentence to pad the batch"]
     recorder = LayerAttentionRecorder.for_model(model)
     with recorder.attached():
@@ -108,6 +109,9 @@ def test_recorder_averages_attention_over_all_batches(tiny_bert) -> None:
     expected = find_lwap(model).last_attention.mean(dim=1).mean(dim=0)
     assert profile["sentences"] == len(sentences)
     torch.testing.assert_close(torch.tensor(profile["mean_attention"]), expected, atol=1e-5, rtol=1e-4)
+    queries = 3 if options else 6  # the learned queries, or a query per hidden state
+    assert len(profile["query_by_key"]) == queries and len(profile["query_by_key"][0]) == 6
+    assert plot_layer_attention(profile, tmp_path / "a.png", "title").stat().st_size > 1000
     assert LayerAttentionRecorder.for_model(build_model(str(tiny_bert), "mean")) is None
 
 

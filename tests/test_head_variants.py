@@ -56,6 +56,24 @@ def test_native_pooling_chosen_by_config_on_a_plain_encoder(tiny_bert: Path) -> 
         assert torch.allclose(encode(model), encode(plain), atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{"lwap_output": "attention"}, {"lwap_queries": "latent", "lwap_layers": [2, 4, 5]}],
+    ids=["attention-output", "latent-queries-layers"],
+)
+def test_native_start_with_query_and_output_variants(tiny_bert: Path, options: dict) -> None:
+    """The variants start where the backbone is too (W_o, b = 0), and their correction trains."""
+    model = build_model(str(tiny_bert), "lwap", lwap_start="native", native_pooling="mean", **options)
+    plain = build_model(str(tiny_bert), "mean")
+    assert torch.equal(encode(model), encode(plain))
+    head = find_lwap(model)
+    width = 64 if head.output_from == "cls_concat" else 32
+    assert head.output.weight.shape == (32, width) and not head.output.weight.any()
+    model.train()
+    SimCSELoss(model)([model.preprocess(SENTENCES * 2)], torch.zeros(len(SENTENCES) * 2)).backward()
+    assert head.output.weight.grad is not None and head.output.weight.grad.abs().sum() > 0
+
+
 def test_native_start_learns_a_correction_and_reloads_exactly(tiny_bert: Path, tmp_path: Path) -> None:
     model = build_model(str(tiny_bert), "lwap", lwap_start="native", native_pooling="mean")
     before = encode(model)

@@ -59,3 +59,21 @@ def test_card_says_how_to_load_what_was_trained_and_the_real_losses(
 def test_card_command_refuses_a_folder_that_is_no_run(tmp_path: Path, capsys) -> None:
     assert main(["card", str(tmp_path)]) == 2
     assert "not a complete lwap train run (no model/modules.json" in capsys.readouterr().err
+
+
+def test_card_names_lwaps_variants_and_not_the_papers_defaults() -> None:
+    from lwap.train.config import ModelConfig
+    from lwap.train.model_card import _about_lwap
+
+    paper = _about_lwap(ModelConfig(backbone="b", pooling="lwap"))
+    assert "varies the paper's head" not in paper
+    variant = ModelConfig(backbone="b", pooling="lwap", lwap_queries="latent", lwap_output="attention")
+    text = _about_lwap(variant)
+    assert text.startswith(paper)
+    assert "4 learned query vectors (not the layers' [CLS]) attend over the layers' means" in text
+    assert "the output layer reads the attention alone, without the last [CLS]" in text
+    meanq = _about_lwap(ModelConfig(backbone="b", pooling="lwap", lwap_queries="mean"))
+    assert (
+        "each layer's masked mean (not its [CLS]) queries the layers." in meanq
+        and "output layer" not in meanq
+    )

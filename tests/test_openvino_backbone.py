@@ -21,6 +21,12 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
+LWAP_VARIANTS = {  # LWAP's query and output variants: the head stays in torch, on the graph's hidden states
+    "lwap-meanq": {"lwap_queries": "mean"},
+    "lwap-latent-attention": {"lwap_queries": "latent", "lwap_output": "attention"},
+}
+
+
 @pytest.mark.parametrize(
     "pooling",
     [
@@ -28,10 +34,12 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         "mean",
         pytest.param("weighted", marks=pytest.mark.slow),
         pytest.param("cls", marks=pytest.mark.slow),
+        *LWAP_VARIANTS,
     ],
 )
 def test_openvino_matches_torch_fp32(tiny_bert, pooling) -> None:
-    model = build_model(str(tiny_bert), pooling).eval()
+    options = LWAP_VARIANTS.get(pooling, {})
+    model = build_model(str(tiny_bert), "lwap" if options else pooling, **options).eval()
     sentences = SENTENCES + LONG
     reference = encode(model, sentences)
     assert use_openvino(model, "fp32") > 0

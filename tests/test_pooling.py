@@ -16,14 +16,18 @@ from lwap.registry import Backbone, build_head
 def reference_lwap(
     module: LayerwiseAttentionPooling, layers: list[torch.Tensor], mask: torch.Tensor
 ) -> torch.Tensor:
-    """The method as written in the paper's description, one sentence and one layer at a time."""
+    """The method as written in the paper's description, one sentence and one layer at a time; with the
+    module's query and output variants (the paper: [CLS] queries, the last [CLS] joined to the output)."""
     act = module.activation
     outputs = []
     for b in range(mask.shape[0]):
         real = mask[b].bool()
-        sources = [h[b, 0] for h in layers]
         targets = [h[b, real].mean(dim=0) for h in layers]
-        q = [act(module.query(s)) for s in sources]
+        if module.queries == "latent":
+            q = list(module.latent)
+        else:
+            sources = [h[b, 0] for h in layers] if module.queries == "cls" else targets
+            q = [act(module.query(s)) for s in sources]
         k = [act(module.key(t)) for t in targets]
         v = [act(module.value(t)) for t in targets]
         per_query = []
@@ -32,8 +36,15 @@ def reference_lwap(
             weights = torch.softmax(scores, dim=0)
             per_query.append(sum(w * v_l for w, v_l in zip(weights, v, strict=True)))
         pooled = torch.stack(per_query).mean(dim=0)
-        outputs.append(torch.tanh(module.output(torch.cat([layers[-1][b, 0], pooled]))))
+        if module.output_from == "cls_concat":
+            pooled = torch.cat([layers[-1][b, 0], pooled])
+        outputs.append(torch.tanh(module.output(pooled)))
     return torch.stack(outputs)
+
+
+# every query × output variant of the lwap pooler (the paper's: cls × cls_concat)
+VARIANTS = [(q, o) for q in ("cls", "mean", "latent") for o in ("cls_concat", "attention")]
+OPTION_SETS = [{}, {"lwap_queries": "mean"}, {"lwap_queries": "latent", "lwap_output": "attention"}]
 
 
 def hand_made_features(batch: int = 3, tokens: int = 6, hidden: int = 8, num_states: int = 5, seed: int = 0):
@@ -45,12 +56,56 @@ def hand_made_features(batch: int = 3, tokens: int = 6, hidden: int = 8, num_sta
     return layers, mask
 
 
-def test_lwap_matches_per_sentence_reference() -> None:
+@pytest.mark.parametrize(("queries", "output"), VARIANTS)
+def test_lwap_matches_per_sentence_reference(queries: str, output: str) -> None:
     torch.manual_seed(0)
-    module = LayerwiseAttentionPooling(hidden_size=8, num_hidden_states=5).eval()
+    module = LayerwiseAttentionPooling(8, 5, queries=queries, output_from=output, latent_queries=3).eval()
+    if queries == "latent":  # far from their near-zero start, so the queries matter in the comparison
+        torch.nn.init.normal_(module.latent)
     layers, mask = hand_made_features()
     got = module({"all_layer_embeddings": tuple(layers), "attention_mask": mask})["sentence_embedding"]
     torch.testing.assert_close(got, reference_lwap(module, layers, mask), rtol=1e-5, atol=1e-6)
+    expected_queries = 3 if queries == "latent" else 5
+    assert module.last_attention.shape == (3, expected_queries, 5)
+
+
+def test_variants_differ_from_the_paper_and_default_to_it() -> None:
+    """Each option changes what the module computes; left out, the module is the paper's head."""
+    layers, mask = hand_made_features()
+    features = {"all_layer_embeddings": tuple(layers), "attention_mask": mask}
+    outputs = {}
+    for queries, output in VARIANTS:
+        torch.manual_seed(0)
+        module = LayerwiseAttentionPooling(8, 5, queries=queries, output_from=output).eval()
+        outputs[queries, output] = module(dict(features))["sentence_embedding"]
+    torch.manual_seed(0)
+    paper = LayerwiseAttentionPooling(8, 5).eval()
+    assert (paper.queries, paper.output_from) == ("cls", "cls_concat")
+    torch.testing.assert_close(paper(dict(features))["sentence_embedding"], outputs["cls", "cls_concat"])
+    values = list(outputs.values())
+    assert all(not torch.allclose(a, b) for i, a in enumerate(values) for b in values[i + 1 :])
+    assert not hasattr(LayerwiseAttentionPooling(8, 5, queries="latent"), "query")  # no unused W_q
+    assert LayerwiseAttentionPooling(8, 5, output_from="attention").output.in_features == 8  # W_o H→H
+
+
+def test_latent_queries_start_near_a_uniform_average_of_the_layers(tiny_bert) -> None:
+    """Step 0 of `latent`: every query weighs the layers about uniformly, yet the k queries differ (equal
+    queries would get equal gradients and stay one)."""
+    for scale in ("num_layers", "sqrt_hidden"):
+        torch.manual_seed(0)
+        model = build_model(str(tiny_bert), "lwap", lwap_queries="latent", score_scale=scale).eval()
+        head = find_lwap(model)
+        model.encode(SENTENCES)
+        weights = head.last_attention
+        assert weights.shape == (len(SENTENCES), 4, 6)  # 4 queries (the default) over 5 layers + embeddings
+        torch.testing.assert_close(weights, torch.full_like(weights, 1 / 6), atol=0.01, rtol=0)
+        assert torch.cdist(head.latent, head.latent).fill_diagonal_(1.0).min() > 0.01
+    module = LayerwiseAttentionPooling(8, 5, queries="latent", latent_queries=2).eval()
+    layers, mask = hand_made_features()
+    module({"all_layer_embeddings": tuple(layers), "attention_mask": mask})
+    weights = module.last_attention
+    assert weights.shape == (3, 2, 5)
+    torch.testing.assert_close(weights, torch.full_like(weights, 1 / 5), atol=0.01, rtol=0)
 
 
 def test_masked_mean_ignores_padding() -> None:
@@ -75,16 +130,35 @@ def test_attention_weights_are_distributions_over_layers() -> None:
     torch.testing.assert_close(weights.sum(-1), torch.ones(3, 5))
 
 
-def test_layer_subset_and_sqrt_scale() -> None:
-    module = LayerwiseAttentionPooling(8, 5, layers=[2, 3, 4], score_scale="sqrt_hidden").eval()
+@pytest.mark.parametrize(("queries", "output"), VARIANTS)
+def test_layer_subset_and_sqrt_scale(queries: str, output: str) -> None:
+    torch.manual_seed(0)
+    module = LayerwiseAttentionPooling(
+        8, 5, layers=[2, 3, 4], score_scale="sqrt_hidden", queries=queries, output_from=output
+    ).eval()
     layers, mask = hand_made_features()
     out = module({"all_layer_embeddings": tuple(layers), "attention_mask": mask})["sentence_embedding"]
     assert out.shape == (3, 8)
-    assert module.last_attention.shape == (3, 3, 3)
+    assert module.last_attention.shape == (3, 4 if queries == "latent" else 3, 3)
+    # only the chosen layers count (the last [CLS] is the backbone's last layer, which is layer 4 here)
+    changed = [h.clone() for h in layers]
+    changed[0].normal_(), changed[1].normal_()
+    again = module({"all_layer_embeddings": tuple(changed), "attention_mask": mask})["sentence_embedding"]
+    torch.testing.assert_close(again, out)
+    scaled = LayerwiseAttentionPooling(8, 5, layers=[2, 3, 4], queries=queries, output_from=output).eval()
+    scaled.load_state_dict(module.state_dict())
+    by_layers = scaled({"all_layer_embeddings": tuple(layers), "attention_mask": mask})["sentence_embedding"]
+    assert not torch.allclose(by_layers, out)  # /3 and /√8 weigh the scores differently
     with pytest.raises(ValueError, match="layers"):
         LayerwiseAttentionPooling(8, 5, layers=[5])
     with pytest.raises(ValueError, match="score_scale"):
         LayerwiseAttentionPooling(8, 5, score_scale="bogus")
+    with pytest.raises(ValueError, match="queries must be one of"):
+        LayerwiseAttentionPooling(8, 5, queries="bogus")
+    with pytest.raises(ValueError, match="output_from must be one of"):
+        LayerwiseAttentionPooling(8, 5, output_from="bogus")
+    with pytest.raises(ValueError, match="latent_queries must be at least 1"):
+        LayerwiseAttentionPooling(8, 5, queries="latent", latent_queries=0)
 
 
 def test_weighted_pooler_equals_seed_formula() -> None:
@@ -112,9 +186,13 @@ def test_first_last_avg_uses_first_transformer_layer_not_embeddings() -> None:
     assert build_head("last2_avg", Backbone(hidden_size=8, num_layers=4))[0].layers == [3, 4]
 
 
-@pytest.mark.parametrize("pooling", POOLINGS)
-def test_shape_padding_invariance_and_exact_reload(pooling: str, tiny_bert, tmp_path) -> None:
-    model = build_model(str(tiny_bert), pooling).eval()
+@pytest.mark.parametrize(
+    ("pooling", "options"),
+    [(pooling, {}) for pooling in POOLINGS] + [("lwap", options) for options in OPTION_SETS[1:]],
+    ids=[*POOLINGS, "lwap-meanq", "lwap-latent-attention"],
+)
+def test_shape_padding_invariance_and_exact_reload(pooling: str, options: dict, tiny_bert, tmp_path) -> None:
+    model = build_model(str(tiny_bert), pooling, **options).eval()
     embeddings = model.encode(SENTENCES, convert_to_numpy=True)
     assert embeddings.shape == (len(SENTENCES), 32)
     alone = model.encode(["Hi"], convert_to_numpy=True)
@@ -125,8 +203,9 @@ def test_shape_padding_invariance_and_exact_reload(pooling: str, tiny_bert, tmp_
     assert not list((tmp_path / "saved").rglob("*.bin")) and not list((tmp_path / "saved").rglob("*.pt"))
 
 
-def test_gradients_reach_pooling_and_backbone(tiny_bert) -> None:
-    model = build_model(str(tiny_bert), "lwap").train()
+@pytest.mark.parametrize("options", OPTION_SETS, ids=["paper", "meanq", "latent-attention"])
+def test_gradients_reach_pooling_and_backbone(tiny_bert, options: dict) -> None:
+    model = build_model(str(tiny_bert), "lwap", **options).train()
     features = model.preprocess(SENTENCES)
     model(features)["sentence_embedding"].pow(2).sum().backward()
     lwap = find_lwap(model)

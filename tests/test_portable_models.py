@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from conftest import SENTENCES
+from sentence_transformers import SentenceTransformer
 from test_train_run import tiny_config
 
 from lwap import build_model, load_model
@@ -83,9 +85,14 @@ def test_trained_and_hub_ready_models_load_without_lwap(tmp_path: Path, tiny_ber
     # push_to_hub's local step, without the upload: sentence-transformers saves into a temporary folder so
     load_model(trained).save(str(hub_ready), model_name="someone/lwap-tiny", create_model_card=True)
     others = {}
-    for pooling in ("first_last_avg", "cls"):  # the other lwap module files
-        others[pooling] = tmp_path / pooling
-        build_model(str(tiny_bert), pooling).save(str(others[pooling]))
+    variant = {"lwap_queries": "latent", "lwap_output": "attention"}
+    for name, pooling, options in (  # the other lwap module files, and LWAP's variants
+        ("first_last_avg", "first_last_avg", {}),
+        ("cls", "cls", {}),
+        ("lwap-latent", "lwap", variant),
+    ):
+        others[name] = tmp_path / name
+        build_model(str(tiny_bert), pooling, **options).save(str(others[name]))
     folders = [trained, hub_ready, *others.values()]
     expected = [load_model(folder).encode(SENTENCES) for folder in folders]
 
@@ -156,6 +163,42 @@ def test_comment_and_docstring_edits_are_not_code_changes(tiny_bert: Path, tmp_p
         load_model(folder)
 
 
+def test_folder_saved_by_the_earlier_module_code_loads_with_todays_class(
+    tiny_bert: Path, tmp_path: Path
+) -> None:
+    """A folder saved before the query and output variants: its config has none of their keys and its
+    code files are the ones that lwap shipped. lwap loads it with today's class at their defaults (the
+    paper's head), which embeds as that folder's own code does, run by sentence-transformers alone."""
+    from lwap.portable import EARLIER_CODE
+
+    folder = tmp_path / "m"
+    build_model(str(tiny_bert), "lwap", lwap_layers=[1, 3, 5], score_scale="sqrt_hidden").save(str(folder))
+    for earlier in sorted(EARLIER_CODE.glob("f88fd41/*.txt")):
+        (folder / earlier.name.removesuffix(".txt")).write_bytes(earlier.read_bytes())
+    config = folder / "1_LayerwiseAttentionPooling" / "config.json"
+    saved = json.loads(config.read_text(encoding="utf-8"))
+    old = {key: saved[key] for key in ("hidden_size", "num_hidden_states", "layers", "score_scale", "start")}
+    config.write_text(json.dumps(old), encoding="utf-8")
+    assert "latent_queries" not in (folder / "layerwise_attention.py").read_text(encoding="utf-8")
+
+    own_code = SentenceTransformer(str(folder), trust_remote_code=True)  # the folder's (earlier) code
+    assert type(own_code[1]).__module__ != "lwap.layerwise_attention"
+    model = load_model(folder)
+    assert type(model[1]).__module__ == "lwap.layerwise_attention"
+    head = model[1]
+    assert (head.queries, head.output_from, head.layers) == ("cls", "cls_concat", [1, 3, 5])
+    assert np.array_equal(model.encode(SENTENCES), own_code.encode(SENTENCES))
+    trained = []  # in training too: the same random draws (dropout, RReLU slopes) in the same order
+    for each in (own_code, model):
+        torch.manual_seed(0)
+        trained.append(each.train()(each.preprocess(SENTENCES))["sentence_embedding"])
+    assert torch.equal(*trained)
+    code = folder / "layerwise_attention.py"  # a change to the earlier code is still refused
+    code.write_text(code.read_text(encoding="utf-8").replace("dim=-1)", "dim=1)", 1), encoding="utf-8")
+    with pytest.raises(ModelLoadError, match=r"layerwise_attention\.py differs from"):
+        load_model(folder)
+
+
 def test_unknown_file_module_is_refused(tiny_bert: Path, tmp_path: Path) -> None:
     folder = tmp_path / "m"
     build_model(str(tiny_bert), "lwap").save(str(folder))
@@ -176,11 +219,18 @@ def test_folder_types_name_the_file_and_class() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pooling", POOLINGS)
-def test_two_worker_processes_encode_as_one(pooling: str, tiny_bert: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("pooling", "options"),
+    [(pooling, {}) for pooling in POOLINGS]
+    + [("lwap", {"lwap_queries": "mean"}), ("lwap", {"lwap_queries": "latent", "lwap_output": "attention"})],
+    ids=[*POOLINGS, "lwap-meanq", "lwap-latent-attention"],
+)
+def test_two_worker_processes_encode_as_one(
+    pooling: str, options: dict, tiny_bert: Path, tmp_path: Path
+) -> None:
     """sentence-transformers' multi-process encoding of a saved and reloaded model, after a forward in this
     process (transformers installs its output hooks then: the model must still pickle)."""
-    build_model(str(tiny_bert), pooling).save(str(tmp_path / "m"))
+    build_model(str(tiny_bert), pooling, **options).save(str(tmp_path / "m"))
     model = load_model(tmp_path / "m")
     expected = model.encode(SENTENCES)
     np.testing.assert_allclose(model.encode(SENTENCES, device=["cpu", "cpu"]), expected, atol=1e-6, rtol=0)

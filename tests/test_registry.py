@@ -61,6 +61,12 @@ def test_model_config_has_a_field_per_option_with_its_type_and_default() -> None
         ),
         ({"lwap_layers": [0, -1]}, "model.lwap_layers must hold values of at least 0, got [0, -1]"),
         ({"weighted_layer_start": -1}, "model.weighted_layer_start must be at least 0, got -1"),
+        ({"lwap_queries": "latnet"}, "model.lwap_queries: unknown value 'latnet' (did you mean 'latent'?)"),
+        (
+            {"lwap_output": "attentoin"},
+            "model.lwap_output: unknown value 'attentoin' (did you mean 'attention'?)",
+        ),
+        ({"lwap_latent_queries": 0}, "model.lwap_latent_queries must be at least 1, got 0"),
     ],
 )
 def test_config_reports_registry_checks_with_file_and_key(tmp_path: Path, model: dict, expected: str) -> None:
@@ -89,6 +95,11 @@ def test_backbone_dependent_checks_name_the_option() -> None:
 def test_options_reach_the_module(tiny_bert: Path) -> None:
     model = build_model(str(tiny_bert), "lwap", lwap_layers=[1, 2], score_scale="sqrt_hidden")
     assert (model[1].layers, model[1].score_scale) == ([1, 2], "sqrt_hidden")
+    assert (model[1].queries, model[1].output_from) == ("cls", "cls_concat")  # the paper, by default
+    variant = {"lwap_queries": "latent", "lwap_latent_queries": 3, "lwap_output": "attention"}
+    head = build_model(str(tiny_bert), "lwap", **variant)[1]
+    assert (head.queries, head.latent_queries, head.output_from) == ("latent", 3, "attention")
+    assert head.latent.shape == (3, 32)
     assert build_model(str(tiny_bert), "weighted", weighted_layer_start=1)[1].layer_start == 1
 
 

@@ -65,13 +65,23 @@ def assert_same(cached: tuple[torch.Tensor, dict], reference: tuple[torch.Tensor
         torch.testing.assert_close(cached[1][name], grad, atol=1e-5, rtol=1e-4, msg=name)
 
 
+# LWAP's query and output variants draw RReLU slopes too (for K and V only, with latent queries)
+VARIANTS = {
+    "lwap-meanq": {"lwap_queries": "mean"},
+    "lwap-latent-attention": {"lwap_queries": "latent", "lwap_output": "attention"},
+}
+
+
 @pytest.mark.parametrize("supervised", [False, True], ids=["unsup", "sup"])
-@pytest.mark.parametrize("pooling", ["lwap", "cls"])
+@pytest.mark.parametrize("pooling", ["lwap", "cls", *VARIANTS])
 def test_mini_batches_equal_full_batch_with_dropout(
     tiny_bert: Path, supervised: bool, pooling: str, device: str = "cpu"
 ) -> None:
     """(tests/test_gpu.py runs this on CUDA too.)"""
-    model = build_model(str(tiny_bert), pooling, max_seq_length=16, device=device).train()  # dropout 0.1
+    options = VARIANTS.get(pooling, {})
+    model = build_model(
+        str(tiny_bert), "lwap" if options else pooling, max_seq_length=16, device=device, **options
+    ).train()  # dropout 0.1
     features = columns(model, supervised)
     loss = SimCSELoss(model, hard_negative_weight=2.0 if supervised else 1.0)
     cached = CachedSimCSELoss(loss, MINI)

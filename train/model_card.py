@@ -211,6 +211,15 @@ def _about_lwap(m: Any) -> str:
         "[CLS], is projected to the sentence vector. The pooling head and the backbone are trained together "
         "with SimCSE's contrastive objective (Gao et al., 2021)."
     )
+    queries = {
+        "mean": "each layer's masked mean (not its [CLS]) queries the layers",
+        "latent": f"{m.lwap_latent_queries} learned query vectors (not the layers' [CLS]) attend over the "
+        "layers' means, starting from about uniform weights",
+    }.get(m.lwap_queries)
+    output = "the output layer reads the attention alone, without the last [CLS]"
+    changes = [c for c in (queries, output if m.lwap_output == "attention" else None) if c]
+    if changes:
+        text += f"\n\nThis model varies the paper's head: {'; '.join(changes)}."
     if m.lwap_start == "native":
         own = "its saved pooling" if m.native_pooling == "auto" else f"{m.native_pooling} pooling"
         text += (

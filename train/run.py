@@ -172,7 +172,9 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
     head_lr = head_learning_rate(args)
     head = f"; head lr {head_lr:g}" if head_lr is not None else ""
     head += f", backbone frozen for {t.head_warmup_steps} steps" if t.head_warmup_steps else ""
-    start = f" (start: {config.model.lwap_start})" if config.model.pooling == "lwap" else ""
+    m = config.model
+    lwap = f" (start: {m.lwap_start}, queries: {m.lwap_queries}, output: {m.lwap_output})"
+    start = lwap if m.pooling == "lwap" else ""
     print(
         f"lwap train: {config.objective.name}, {config.model.pooling} pooling{start} on "
         f"{config.model.backbone}; {len(dataset):,} training examples, global batch {global_batch}"
