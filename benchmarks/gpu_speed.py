@@ -30,6 +30,7 @@ measured, marked incomplete. The commit is $LWAP_COMMIT, else `git rev-parse` wh
 Each variant runs twice: once untouched for sentences/s (synchronised only at the first and last timed
 step), once with a CUDA synchronise at each phase boundary for the split of a step into forward,
 backward (with gradient clipping), optimizer and the rest (data, collation, callbacks, scheduler: "python").
+A lever runs once, for sentences/s.
 MFU = the model's training FLOPs (3 × forward matmuls, attention included; GradCache's extra forward not
 counted) / step time / the measured bf16 matmul rate (8192² GEMMs on this GPU).
 """
@@ -393,7 +394,8 @@ def run_one(kind: str, setting: Setting, env: dict[str, Any], lever: str = "") -
 
     result: dict[str, Any] = {}
     graphs, skips = dynamo_graphs(), cudagraph_skips()
-    for split in (False, True):
+    # a lever's row reports throughput only: no second, phase-split run (it would compile again)
+    for split in (False,) if lever else (False, True):
         torch.manual_seed(0)
         clock = PhaseClock(env["device"], split, env["warmup"])
         started = time.perf_counter()
