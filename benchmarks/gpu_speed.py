@@ -15,13 +15,22 @@ Variants, each at the same precision, learning rate and AdamW:
                        MultipleNegativesRankingLoss (CachedMultipleNegativesRankingLoss with mini-batches),
                        stock training arguments
   plain                a hand-written loop: AutoModel, [CLS], cosine / τ, cross-entropy, fused AdamW
-Levers tried on the unsupervised setting (the launch-bound one): torch.compile of `lwap train`
-(transformers' `torch_compile`), and of the plain loop, with and without CUDA graphs
-(mode "reduce-overhead"); skipped when `--budget` seconds are spent, and on the CPU.
+Levers tried on the unsupervised setting (the launch-bound one), in this order: the plain loop compiled
+with CUDA graphs (mode "reduce-overhead"), the plain loop compiled, and `lwap train` compiled
+(transformers' `torch_compile`, the slowest to compile); each is skipped once `--budget` seconds are
+spent. A compile row must show that dynamo compiled graphs (torch._dynamo's counters; for `lwap train`
+also the trainer's model wrapped by torch.compile), or it is recorded as failed, not as a speed. On the
+CPU (--smoke) the compile rows run with dynamo's "eager" backend (the wiring, not inductor's code) and
+the CUDA-graphs row is skipped.
+
+The run saves its JSON after every row; a SIGINT (gpu_check.sh's time limit) or SIGTERM saves what was
+measured, marked incomplete. The commit is $LWAP_COMMIT, else `git rev-parse` where git works, else
+"unknown" (the GPU machine may have no git).
 
 Each variant runs twice: once untouched for sentences/s (synchronised only at the first and last timed
 step), once with a CUDA synchronise at each phase boundary for the split of a step into forward,
 backward (with gradient clipping), optimizer and the rest (data, collation, callbacks, scheduler: "python").
+A lever runs once, for sentences/s.
 MFU = the model's training FLOPs (3 × forward matmuls, attention included; GradCache's extra forward not
 counted) / step time / the measured bf16 matmul rate (8192² GEMMs on this GPU).
 """
@@ -33,6 +42,7 @@ import json
 import os
 import platform
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -209,12 +219,50 @@ def trainer_hooks(trainer: Any, model: Any, loss: Any, clock: PhaseClock) -> Non
         def on_step_end(self, args, state, control, **kw):
             clock.step_end()
 
-    model.register_forward_pre_hook(lambda *a: clock.mark("fwd_start", first_only=True))
-    loss.register_forward_hook(lambda *a: clock.mark("fwd_end", first_only=True))
     trainer.add_callback(Phases())
+    if not clock.split:
+        return  # the throughput run times whole steps: no hook inside a compiled model's graph
+    import torch
+
+    # outside dynamo's graph: a timer in a compiled model would be a graph break it warns about
+    mark = torch.compiler.disable(clock.mark)
+    model.register_forward_pre_hook(lambda *a: mark("fwd_start", first_only=True))
+    loss.register_forward_hook(lambda *a: mark("fwd_end", first_only=True))
 
 
-def lwap_variant(pooling: str, setting: Setting, env: dict[str, Any], clock: PhaseClock, lever: str) -> None:
+def compile_arguments(args: Any, backend: str, mode: str | None = None) -> None:
+    """Turn on transformers' torch.compile in already-built training arguments.
+
+    `lwap.train.trainer.training_arguments` builds the arguments; setting `args.torch_compile = True`
+    afterwards is not enough: `TrainingArguments.__post_init__` is where `torch_compile` picks its
+    backend, and the Trainer builds accelerate's TorchDynamoPlugin from `torch_compile_backend`, so
+    without it the backend stays "no" and nothing is compiled (the bug this replaces).
+    """
+    args.torch_compile = True
+    args.torch_compile_backend = backend
+    args.torch_compile_mode = mode
+
+
+def dynamo_graphs() -> int:
+    """Graphs dynamo has compiled in this process so far (grows when a torch.compile really compiles)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def cudagraph_skips() -> int:
+    """Times inductor fell back from CUDA graphs (a "reduce-overhead" row that is not one)."""
+    from torch._dynamo.utils import counters
+
+    return int(sum(counters["inductor"].get(k, 0) for k in counters["inductor"] if "cudagraph_skips" in k))
+
+
+class NothingCompiled(RuntimeError):
+    """A compile row that compiled nothing: its speed would be the eager speed under a wrong name."""
+
+
+def lwap_trainer(pooling: str, setting: Setting, env: dict[str, Any], lever: str) -> Any:
+    """`lwap train`'s trainer (BuiltTrainer) for one setting; with the compile lever, checked to compile."""
     from lwap.train.config import config_from_dict
     from lwap.train.trainer import build_trainer, training_arguments
 
@@ -240,10 +288,25 @@ def lwap_variant(pooling: str, setting: Setting, env: dict[str, Any], clock: Pha
     out = env["work"] / "lwap-out"
     args = training_arguments(config, out, resuming=False)
     if lever == "torch.compile":
-        args.torch_compile = True
+        compile_arguments(args, env["compile_backend"])
     built = build_trainer(config, out, args=args, checkpoints=False)
+    if lever == "torch.compile":  # refused before it spends a second: the backend accelerate will use
+        backend = built.trainer.accelerator.state.dynamo_plugin.backend
+        if backend.value.lower() != env["compile_backend"]:
+            raise NothingCompiled(f"the trainer's dynamo backend is {backend.value!r}, nothing would compile")
+    return built
+
+
+def lwap_variant(pooling: str, setting: Setting, env: dict[str, Any], clock: PhaseClock, lever: str) -> None:
+    built = lwap_trainer(pooling, setting, env, lever)
     trainer_hooks(built.trainer, built.model, built.loss, clock)
     built.trainer.train()
+    if lever == "torch.compile":
+        import torch
+
+        wrapped = built.trainer.model_wrapped
+        if not isinstance(wrapped, torch._dynamo.eval_frame.OptimizedModule):
+            raise NothingCompiled(f"the trainer's model is a {type(wrapped).__name__}, not torch.compile's")
 
 
 def stock_variant(setting: Setting, env: dict[str, Any], clock: PhaseClock) -> None:
@@ -325,7 +388,7 @@ def plain_variant(setting: Setting, env: dict[str, Any], clock: PhaseClock, leve
 
     if lever.startswith("torch.compile"):
         mode = "reduce-overhead" if "CUDA graphs" in lever else None
-        forward = torch.compile(forward, mode=mode)
+        forward = torch.compile(forward, mode=mode, backend=env["compile_backend"])
     for _ in range(env["steps"]):
         clock.mark("fwd_start")
         loss = forward()
@@ -344,7 +407,9 @@ def run_one(kind: str, setting: Setting, env: dict[str, Any], lever: str = "") -
     import torch
 
     result: dict[str, Any] = {}
-    for split in (False, True):
+    graphs, skips = dynamo_graphs(), cudagraph_skips()
+    # a lever's row reports throughput only: no second, phase-split run (it would compile again)
+    for split in (False,) if lever else (False, True):
         torch.manual_seed(0)
         clock = PhaseClock(env["device"], split, env["warmup"])
         started = time.perf_counter()
@@ -375,6 +440,13 @@ def run_one(kind: str, setting: Setting, env: dict[str, Any], lever: str = "") -
             result["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
             torch.cuda.reset_peak_memory_stats()
             torch.cuda.empty_cache()
+    if lever.startswith("torch.compile"):
+        result["compiled_graphs"] = dynamo_graphs() - graphs
+        result["compile_backend"] = env["compile_backend"]
+        if result["compiled_graphs"] <= 0:
+            raise NothingCompiled(f"{kind} + {lever}: dynamo compiled no graph")
+        if "CUDA graphs" in lever:
+            result["cudagraph_skips"] = cudagraph_skips() - skips
     return result
 
 
@@ -391,13 +463,90 @@ def machine(device: str) -> dict[str, Any]:
         "sentence_transformers": sentence_transformers.__version__,
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "commit": commit(),
+        "torch_threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM", "unset (parallel)"),
     }
+    return info
+
+
+def commit() -> str:
+    """$LWAP_COMMIT, else the checkout's commit where git works, else "unknown": never an error.
+
+    The GPU machine may have no git (or a working tree without .git): the run must not die on it.
+    """
+    if os.environ.get("LWAP_COMMIT"):
+        return os.environ["LWAP_COMMIT"]
     import subprocess
 
-    info["commit"] = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return info
+    try:
+        run = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    return (
+        run.stdout.strip() if run.returncode == 0 and run.stdout.strip() else "unknown (not a git checkout)"
+    )
+
+
+LEVERS = (
+    # CUDA graphs first: the row most likely to matter for a launch-bound batch, and cheaper to compile
+    # than the trainer's; `lwap train` compiled last (the slowest to compile)
+    ("plain", "torch.compile + CUDA graphs"),
+    ("plain", "torch.compile"),
+    ("lwap", "torch.compile"),
+)
+
+
+def measure(
+    result: dict[str, Any],
+    settings: tuple[Setting, ...],
+    env: dict[str, Any],
+    device: str,
+    budget: float,
+    start: float,
+    save: Any,
+) -> None:
+    """Every setting's variants, then the levers on the unsupervised setting; `save` after each row."""
+    for setting in settings:
+        rows = result["settings"][setting.name] = {
+            "objective": setting.objective,
+            "batch": setting.batch,
+            "mini_batch": setting.mini_batch,
+        }
+        for kind in ("lwap", "cls", "stock", "plain"):
+            if kind == "plain" and setting.mini_batch:
+                continue  # the plain loop has no mini-batches
+            print(f"gpu_speed: {setting.name}: {kind}", flush=True)
+            rows[kind] = run_one(kind, setting, env)
+            save(complete=False)
+    unsup = settings[0]
+    for kind, lever in LEVERS:
+        key = f"{kind} + {lever}"
+        if "CUDA graphs" in lever and device != "cuda":
+            result["levers"][key] = {"skipped": "needs CUDA"}
+        elif time.perf_counter() - start > budget:
+            result["levers"][key] = {"skipped": f"time budget of {budget:.0f} s spent"}
+        else:
+            print(f"gpu_speed: {unsup.name}: {key}", flush=True)
+            try:
+                result["levers"][key] = {"setting": unsup.name, **run_one(kind, unsup, env, lever)}
+            except Exception as error:  # a lever that fails is a result, not a crash of the benchmark
+                first_line = next(iter(str(error).splitlines()), "")[:300]
+                result["levers"][key] = {"failed": f"{type(error).__name__}: {first_line}"}
+        save(complete=False)
+
+
+def interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM as SIGINT: save what was measured and stop."""
+    raise KeyboardInterrupt
 
 
 def default_tokenizer() -> str:
@@ -444,6 +593,9 @@ def main(argv: list[str] | None = None) -> int:
         "steps": steps,
         "warmup": warmup,
         "shape": shape,
+        # inductor on the GPU; dynamo's "eager" backend on the CPU smoke run (the compile wiring is
+        # exercised, inductor's C++ build on a small CPU would take minutes)
+        "compile_backend": "eager" if args.smoke else "inductor",
     }
     env["matmul_flops"] = matmul_rate(device, args.smoke)
     result: dict[str, Any] = {
@@ -455,6 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         "steps": steps,
         "warmup": warmup,
         "matmul_bf16_tflops": env["matmul_flops"] / 1e12,
+        "compile_backend": env["compile_backend"],
         "settings": {},
         "levers": {},
     }
@@ -467,34 +620,15 @@ def main(argv: list[str] | None = None) -> int:
         result["seconds"] = round(time.perf_counter() - start, 1)
         out.write_text(json.dumps(result, indent=1), encoding="utf-8")
 
-    for setting in settings:
-        rows = result["settings"][setting.name] = {
-            "objective": setting.objective,
-            "batch": setting.batch,
-            "mini_batch": setting.mini_batch,
-        }
-        for kind in ("lwap", "cls", "stock", "plain"):
-            if kind == "plain" and setting.mini_batch:
-                continue  # the plain loop has no mini-batches
-            print(f"gpu_speed: {setting.name}: {kind}", flush=True)
-            rows[kind] = run_one(kind, setting, env)
-            save(complete=False)
-    unsup = settings[0]
-    levers = (("lwap", "torch.compile"), ("plain", "torch.compile"), ("plain", "torch.compile + CUDA graphs"))
-    for kind, lever in levers:
-        key = f"{kind} + {lever}"
-        if device != "cuda":
-            result["levers"][key] = {"skipped": "needs CUDA"}
-        elif time.perf_counter() - start > args.budget:
-            result["levers"][key] = {"skipped": f"time budget of {args.budget:.0f} s spent"}
-        else:
-            print(f"gpu_speed: {unsup.name}: {key}", flush=True)
-            try:
-                result["levers"][key] = {"setting": unsup.name, **run_one(kind, unsup, env, lever)}
-            except Exception as error:  # a lever that fails is a result, not a crash of the benchmark
-                first_line = next(iter(str(error).splitlines()), "")[:300]
-                result["levers"][key] = {"failed": f"{type(error).__name__}: {first_line}"}
+    save(complete=False)  # the machine's description first: even a run that dies at once says where
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        measure(result, settings, env, device, args.budget, start, save)
+    except KeyboardInterrupt:  # gpu_check.sh's time limit (SIGINT), or SIGTERM
+        result["interrupted"] = f"stopped by a signal after {time.perf_counter() - start:.0f} s"
         save(complete=False)
+        print(f"gpu_speed: interrupted; wrote what was measured to {args.out}", flush=True)
+        return 130
     save(complete=True)
     print(f"gpu_speed: wrote {args.out} ({result['seconds']:.0f} s)", flush=True)
     return 0
