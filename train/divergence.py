@@ -52,11 +52,12 @@ class StopOnNonFinite(TrainerCallback):
 
     No host sync per step: the loss is read through a forward hook on the loss module and folded into a
     few numbers on its device every step (the longest run of non-finite losses, where and at which value
-    the run that counts began); they are read, with the weights' finiteness and the signal flag, only at
-    steps transformers logs, evaluates or saves at (and the last), in one collective under a process
-    group. Each process's slots in it are its own, so a divergence on another process is reported
-    with that process's step and loss. A diverged run stops at the first such step, before anything is
-    saved or evaluated there: every checkpoint on disk still has finite weights.
+    the run that counts began); they are read, with the signal flag (and the weights' finiteness where a
+    checkpoint or an evaluation follows), only at steps transformers logs, evaluates or saves at (and the
+    last), in one collective under a process group. Each process's slots in it are its own, so a
+    divergence on another process is reported with that process's step and loss. A diverged run stops at
+    the first such step, before anything is saved or evaluated there: every checkpoint on disk still has
+    finite weights.
 
     fp16: transformers' GradScaler skips a step whose gradients overflow; a non-finite loss then stops
     the run only if it lasts `FP16_OVERFLOW_PATIENCE` steps in a row (bf16 and fp32 stop at the first).
@@ -143,7 +144,11 @@ class StopOnNonFinite(TrainerCallback):
         flags = torch.zeros(2 + 3 * world, device=device)
         if self.signal is not None and self.signal.requested:
             flags[0] = 1.0
-        if model is not None:
+        # the weights only where they are about to be saved or evaluated (a pass over every parameter:
+        # tens of ms for a BERT on a CPU, too much for every logging step); weights are equal in every
+        # process of a group, so one process that checks reports for all
+        saving = control.should_save or control.should_evaluate or (self.signal and self.signal.requested)
+        if model is not None and saving:
             flags[1] = (~_all_finite(model)).float().to(device)
         if self._track is not None:
             mine = self._track[3:6].to(device)
