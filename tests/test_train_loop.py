@@ -6,6 +6,8 @@ tests/test_train_distributed.py."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -202,11 +204,27 @@ def test_dataloader_workers(tmp_path: Path, tiny_bert: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"training\.dataloader_workers must be at least 0"):
         load_config(tiny_config(tmp_path, tiny_bert, training={"dataloader_workers": -1}))
-    config = load_config(tiny_config(tmp_path, tiny_bert, training={"max_steps": 2, "dataloader_workers": 1}))
-    built = build_trainer(config, tmp_path / "out", checkpoints=False)
+    path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 2, "dataloader_workers": 1})
+    built = build_trainer(load_config(path), tmp_path / "out", checkpoints=False)
     assert built.args.dataloader_num_workers == 1 and built.args.dataloader_persistent_workers
-    built.trainer.train()
-    assert built.trainer.state.global_step == 2
+    # training in a fresh process: a worker forked from this test process, which earlier tests filled with
+    # OpenVINO and thread pools, can crash (seen once in the whole fast tier); a user's `lwap train` is fresh
+    script = (
+        "import sys; from lwap.train.config import load_config; "
+        "from lwap.train.trainer import build_trainer; "
+        "from pathlib import Path; "
+        "b = build_trainer(load_config(sys.argv[1]), Path(sys.argv[2]), checkpoints=False); "
+        "b.trainer.train(); "
+        "print('steps', b.trainer.state.global_step)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), str(tmp_path / "fresh")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "steps 2" in done.stdout
 
 
 def test_find_unused_parameters_off_unless_the_backbone_is_frozen(tmp_path: Path, tiny_bert: Path) -> None:
