@@ -216,6 +216,7 @@ NOT_PATHS: dict[str, str] = {
         (
             "training.epochs",
             "training.max_steps",
+            "training.dataloader_workers",
             "training.per_device_batch_size",
             "training.learning_rate",
             "training.weight_decay",

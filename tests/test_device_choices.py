@@ -41,19 +41,37 @@ def test_collective_device_follows_the_backend() -> None:
 
 
 def test_stop_flag_all_reduced_in_a_gloo_group(tmp_path: Path) -> None:
+    """In a process group (here of one process), the signal flag travels in StopOnNonFinite's collective:
+    a signal stops at the next checked step, not at once; without a group StopOnSignal stops at once."""
+    from transformers import TrainerControl, TrainerState
+
+    from lwap.train.divergence import StopOnNonFinite
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    args = SimpleNamespace(device=torch.device("cpu"))
+    state = TrainerState()
+    state.global_step, state.max_steps = 3, 10
     torch.distributed.init_process_group("gloo", rank=0, world_size=1)
     try:
         stop = StopOnSignal()
-        args = SimpleNamespace(world_size=2, device=torch.device("cpu"))  # take the collective's branch
-        assert stop._agreed(args) is False
+        checks = StopOnNonFinite(torch.nn.Identity(), None, signal=stop)
         stop.requested = True
-        assert stop._agreed(args) is True
+        control = TrainerControl()
+        stop.on_step_end(args, state, control)
+        checks.on_step_end(args, state, control)
+        assert not control.should_training_stop and stop.stopped_at_step is None  # not a checked step
+        control.should_log = True
+        checks.on_step_end(args, state, control)
+        assert control.should_training_stop and control.should_save and stop.stopped_at_step == 3
     finally:
         torch.distributed.destroy_process_group()
+    stop, control = StopOnSignal(), TrainerControl()
+    stop.requested = True
+    stop.on_step_end(args, state, control)
+    assert control.should_training_stop and control.should_save and stop.stopped_at_step == 3
 
 
 class _FakeModel:
@@ -158,23 +176,74 @@ def test_device_option_of_lwap_train(tmp_path: Path, tiny_bert: Path) -> None:
     assert summary["config"]["training"]["device"] == "cpu"
 
 
-def test_cpu_levers_and_tf32_by_device(tiny_bert: Path, tmp_path: Path, capsys) -> None:
+def test_cpu_levers_by_device(tiny_bert: Path, tmp_path: Path, capsys) -> None:
     config = load_config(
         tiny_config(tmp_path, tiny_bert, training={"attention": "eager", "fast_dropout": True})
     )
-    before = torch.get_float32_matmul_precision()
+    model = build_model(str(tiny_bert), "mean")
+    apply_device_settings(config, model, on_cuda=True, say=True)
+    assert not any(isinstance(m, FastDropout) for m in model.modules())  # skipped on CUDA
+    assert model[0].model.config._attn_implementation != "eager"
+    assert "skipped on CUDA" in capsys.readouterr().out
+    apply_device_settings(config, model, on_cuda=False, say=True)  # the CPU: applied, as before
+    assert any(isinstance(m, FastDropout) for m in model.modules())
+
+
+@pytest.mark.parametrize("tf32", [True, False])
+def test_tf32_set_for_training_and_restored_after(tf32: bool) -> None:
+    """TF32 is set when training begins and put back when it ends or fails (run.py calls restore)."""
+    from lwap.train.precision import Tf32ForTraining
+
+    before = (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32)
+    callback = Tf32ForTraining(tf32)
     try:
-        model = build_model(str(tiny_bert), "mean")
-        apply_device_settings(config, model, on_cuda=True, say=True)
-        assert not any(isinstance(m, FastDropout) for m in model.modules())  # skipped on CUDA
-        assert model[0].model.config._attn_implementation != "eager"
-        assert "skipped on CUDA" in capsys.readouterr().out
-        assert torch.get_float32_matmul_precision() == "high"  # TF32 on
-        config.training.tf32 = False
-        apply_device_settings(config, model, on_cuda=True, say=False)
-        assert torch.get_float32_matmul_precision() == "highest"
-        apply_device_settings(config, model, on_cuda=False, say=True)  # the CPU: applied, as before
-        assert any(isinstance(m, FastDropout) for m in model.modules())
+        callback.on_train_begin(None, None, None)
+        assert torch.get_float32_matmul_precision() == ("high" if tf32 else "highest")
+        assert torch.backends.cudnn.allow_tf32 is tf32
+        callback.on_train_end(None, None, None)
+        assert (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32) == before
+        callback.restore()  # again (run.py's finally): nothing changes
+        assert (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32) == before
+    finally:
+        torch.set_float32_matmul_precision(before[0])
+        torch.backends.cudnn.allow_tf32 = before[1]
+    Tf32ForTraining(None).on_train_begin(None, None, None)  # the CPU: untouched
+    assert torch.get_float32_matmul_precision() == before[0]
+
+
+def test_tf32_restored_after_a_failed_run(
+    tmp_path: Path, tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that fails inside trainer.train() leaves TF32 as it found it (a CUDA run, faked on the CPU:
+    the callback is told it trains on CUDA)."""
+    from transformers import TrainerCallback
+
+    import lwap.train.trainer as trainer_module
+    from lwap.train import train
+
+    real = trainer_module.build_trainer
+
+    def on_cuda(config, out, **kw):
+        built = real(config, out, **kw)
+        built.tf32.tf32 = True  # as build_trainer makes it on CUDA
+        return built
+
+    class Fail(TrainerCallback):
+        seen = None
+
+        def on_step_end(self, args, state, control, **kw):
+            Fail.seen = torch.get_float32_matmul_precision()
+            raise RuntimeError("boom")
+
+    monkeypatch.setattr("lwap.train.run.build_trainer", on_cuda)
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        with pytest.raises(RuntimeError, match="boom"):
+            train(
+                load_config(tiny_config(tmp_path, tiny_bert, training={"max_steps": 2})), callbacks=[Fail()]
+            )
+        assert Fail.seen == "high" and torch.get_float32_matmul_precision() == "highest"
     finally:
         torch.set_float32_matmul_precision(before)
 

@@ -131,22 +131,40 @@ PROBE = textwrap.dedent(
     import json, sys
     import torch
     from transformers import TrainerCallback
+    import lwap.train.run as run_module
     from lwap.train import load_config, train
 
     class Probe(TrainerCallback):
         seen = {}
         def on_step_end(self, args, state, control, **kw):
-            Probe.seen = {"backend": str(torch.distributed.get_backend()), "device": str(args.device),
-                          "steps": state.global_step}
+            Probe.seen.update(backend=str(torch.distributed.get_backend()), device=str(args.device),
+                              steps=state.global_step)
 
+    real_build = run_module.build_trainer
+
+    def build(*args, **kwargs):  # what the multi-process path does, seen from the loss
+        built = real_build(*args, **kwargs)
+        Probe.seen["gather"] = getattr(built.loss, "loss", built.loss).gather_across_devices
+
+        def seen_by_loss(module, inputs, output):
+            Probe.seen.update(ddp=type(module.model).__name__,
+                              find_unused=getattr(module.model, "find_unused_parameters", None))
+
+        built.loss.register_forward_hook(seen_by_loss)
+        return built
+
+    run_module.build_trainer = build
     summary = train(load_config(sys.argv[1]), callbacks=[Probe()])
-    json.dump({**Probe.seen, "processes": summary["processes"]}, open(sys.argv[2], "w"))
+    model_there = (run_module.output_path(load_config(sys.argv[1])) / "model").is_dir()
+    json.dump({**Probe.seen, "processes": summary["processes"], "model": model_there}, open(sys.argv[2], "w"))
     """
 )
 
 
 def test_torchrun_one_process_nccl(tmp_path: Path, tiny_bert: Path) -> None:
-    """torchrun with one process makes an nccl group; the stop-signal collective runs every step on it."""
+    """torchrun with one process makes an nccl group, and the multi-process path runs on it: DDP without
+    find_unused_parameters, negatives gathered, the flag collective at every logged step (logging_steps
+    1 here), the final barrier (the model folder is there when train() returns)."""
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE, encoding="utf-8")
     config = gpu_config(tmp_path, tiny_bert, precision="bf16")
@@ -163,6 +181,8 @@ def test_torchrun_one_process_nccl(tmp_path: Path, tiny_bert: Path) -> None:
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     seen = json.loads(result.read_text(encoding="utf-8"))
     assert seen["backend"] == "nccl" and seen["device"].startswith("cuda") and seen["steps"] == 4
+    assert seen["gather"] and seen["ddp"] == "DistributedDataParallel" and seen["find_unused"] is False
+    assert seen["model"]
 
 
 def test_saved_on_gpu_reloads_on_cpu_with_the_same_embeddings(tmp_path: Path, tiny_bert: Path) -> None:

@@ -70,21 +70,43 @@ def test_config_builds_with_tiny_backbone(path: Path, tiny_bert: Path) -> None:
 
 
 def test_paper_settings() -> None:
-    unsup = load_config(REPO / "configs/unsup-simcse-bert-base-lwap.yaml")
-    assert (unsup.model.backbone, unsup.training.per_device_batch_size, unsup.training.learning_rate) == (
-        "bert-base-uncased",
-        64,
-        3e-5,
-    )
-    assert (unsup.model.max_seq_length, unsup.objective.temperature, unsup.eval.eval_steps) == (32, 0.05, 250)
-    sup = load_config(REPO / "configs/sup-simcse-bert-base-lwap.yaml")
-    assert (sup.objective.name, sup.training.learning_rate, sup.model.max_seq_length) == (
-        "sup_simcse",
-        2e-5,
-        64,
-    )
-    assert (sup.training.epochs, sup.eval.eval_steps, sup.data.hard_negative_column) == (3, 100, "hard_neg")
-    assert load_config(REPO / "configs/sup-simcse-bert-base-cls.yaml").model.pooling == "cls"
+    """Each recipe as the papers' code trains it (the line each follows is cited in the config's header)."""
+    import math
+
+    for pooling in ("lwap", "cls"):
+        unsup = load_config(REPO / f"configs/unsup-simcse-bert-base-{pooling}.yaml")
+        t = unsup.training
+        assert (unsup.model.backbone, t.per_device_batch_size, t.learning_rate, t.epochs) == (
+            "bert-base-uncased",
+            64,
+            3e-5,
+            1,
+        )
+        # SimCSE's run_unsup_example.sh: --eval_steps 125, --mlp_only_train
+        assert (unsup.model.max_seq_length, unsup.objective.temperature, unsup.eval.eval_steps) == (
+            32,
+            0.05,
+            125,
+        )
+        assert not unsup.model.mlp_at_inference
+    for pooling in ("lwap", "cls"):
+        sup = load_config(REPO / f"configs/sup-simcse-bert-base-{pooling}.yaml")
+        assert (sup.objective.name, sup.training.learning_rate, sup.model.max_seq_length) == (
+            "sup_simcse",
+            2e-5,
+            64,
+        )
+        assert (sup.training.epochs, sup.eval.eval_steps, sup.data.hard_negative_column) == (
+            3,
+            100,
+            "hard_neg",
+        )
+        # LWAP's code adds 1.0 to each hard-negative logit: α = e, log α = 1; 4 × 64 = 256 candidates
+        assert math.log(sup.objective.hard_negative_weight) == pytest.approx(1.0, abs=1e-12)
+        assert (sup.training.per_device_batch_size, sup.training.mini_batch_size) == (256, 64)
+        assert sup.model.pooling == pooling
+    # supervised SimCSE keeps [CLS]'s MLP at inference (no --mlp_only_train in run_sup_example.sh)
+    assert load_config(REPO / "configs/sup-simcse-bert-base-cls.yaml").model.mlp_at_inference
 
 
 def test_overrides_and_yaml_floats(tmp_path: Path) -> None:

@@ -109,11 +109,41 @@ def test_csv_row_errors_name_file_and_line(tmp_path: Path) -> None:
     path.write_text("sent0,sent1,hard_neg\na,b,c\nd,e\n", encoding="utf-8")
     message = error_of(sup, path)
     assert f"{path}:3" in message and "expected 3" in message and "found 2" in message
-    path.write_text("sent0,sent1,hard_neg\na,b,c\nd,e,\n", encoding="utf-8")
-    message = error_of(sup, path)
-    assert f"{path}:3" in message and "empty hard negative" in message
     path.write_text("sent0;sent1;hard_neg\na;b;c\n", encoding="utf-8")
     assert "missing column" in error_of(sup, path)
+
+
+def test_empty_texts_train_as_a_space_as_simcse_does(tmp_path: Path) -> None:
+    """SimCSE's train.py replaces a None field by " " ("Avoid 'None' fields"); lwap does the same for an
+    empty or blank CSV/TSV field or hub value, and counts them (`lwap train` prints the count)."""
+    import unittest.mock
+
+    import datasets
+
+    from lwap.train.data import EMPTY_TEXT, _hub_dataset, empty_texts
+
+    path = tmp_path / "gaps.csv"
+    path.write_text('sent0,sent1,hard_neg\na,b,c\nd,e,\n"  ",f,g\n', encoding="utf-8")
+    dataset = sup(path)
+    assert dataset["negative"] == ["c", EMPTY_TEXT, "g"] and dataset["anchor"] == ["a", "d", EMPTY_TEXT]
+    assert empty_texts(dataset) == 2
+    text = tmp_path / "lines.txt"
+    text.write_text("x\n\n   \ny\n", encoding="utf-8")  # blank lines of a text file: skipped, not examples
+    assert unsup(text)["text"] == ["x", "y"] and empty_texts(unsup(text)) == 0
+
+    hub = datasets.Dataset.from_dict({"sent0": ["a", None, "c"], "sent1": ["x", "y", "  "]})
+    folder = tmp_path / "hub"
+    hub.save_to_disk(str(folder))
+    with unittest.mock.patch.object(
+        datasets, "load_dataset", lambda *a, **k: datasets.load_from_disk(str(folder))
+    ):
+        loaded = _hub_dataset(
+            DataConfig(train="someone/set", hard_negative_column=None),
+            ["sent0", "sent1"],
+            ["anchor", "positive"],
+        )
+    assert loaded["anchor"] == ["a", EMPTY_TEXT, "c"] and loaded["positive"] == ["x", "y", EMPTY_TEXT]
+    assert empty_texts(loaded) == 2
 
 
 def test_missing_column_and_wrong_kind(tmp_path: Path) -> None:

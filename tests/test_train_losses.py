@@ -61,6 +61,20 @@ def test_alpha_follows_the_formula(alpha: float) -> None:
     assert (ours > plain) == (alpha > 1)  # a heavier hard negative makes the task harder
 
 
+def test_alpha_e_is_lwaps_plus_one() -> None:
+    """LWAP's code (nlpods/LayerAttPooler cl/models.py lines 252-257, hard_negative_weight 1.0 by default)
+    adds 1.0 to each anchor's own hard-negative logit cos/τ, then cross-entropy: lwap's α = e."""
+    emb = embeddings()
+    anchors, positives, negatives = emb
+    logits = torch.cat(
+        [F.normalize(anchors) @ F.normalize(positives).T, F.normalize(anchors) @ F.normalize(negatives).T], 1
+    )
+    logits = logits / 0.05 + torch.cat([torch.zeros(6, 6), torch.eye(6) * 1.0], 1)
+    theirs = F.cross_entropy(logits, torch.arange(6))
+    ours = SimCSELoss(model=None, temperature=0.05, hard_negative_weight=math.e)
+    torch.testing.assert_close(ours.compute_loss_from_embeddings(emb, torch.zeros(6)), theirs)
+
+
 def test_pairs_have_no_hard_negative_term() -> None:
     emb = embeddings(columns=2)
     labels = torch.zeros(6)

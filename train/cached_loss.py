@@ -28,6 +28,11 @@ from torch import Tensor, nn
 from lwap.train.losses import SimCSELoss
 
 
+def _rows(feature: dict[str, Any]) -> int:
+    """The batch size of one column's features (their first tensor's first dimension)."""
+    return next(len(value) for value in feature.values() if isinstance(value, Tensor))
+
+
 class CachedSimCSELoss(CachedLossMixin, nn.Module):
     """`loss` (a SimCSELoss) computed with the model run on `mini_batch_size` rows at a time."""
 
@@ -39,6 +44,7 @@ class CachedSimCSELoss(CachedLossMixin, nn.Module):
         self.loss = loss
         self.mini_batch_size = mini_batch_size
         self._autocast: tuple[str, torch.dtype] | None = None
+        self._replays_left = 0  # gradient replays of the current batch not yet run (the backward hook)
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor) -> Tensor:
         features = list(sentence_features)
@@ -48,17 +54,33 @@ class CachedSimCSELoss(CachedLossMixin, nn.Module):
         # The backward hook re-embeds outside the trainer's autocast: remember it, to re-enter it there.
         enabled = torch.is_autocast_enabled(device_type)
         self._autocast = (device_type, torch.get_autocast_dtype(device_type)) if enabled else None
+        self._replays_left = sum(-(-_rows(feature) // self.mini_batch_size) for feature in features)
         return self.forward_cached(features, labels)
 
     def embed_minibatch(self, *args: Any, **kwargs: Any) -> tuple[Tensor, Any]:
-        """The mixin's, under the autocast that was active in `forward` (also in the backward replay)."""
+        """The mixin's, under the autocast that was active in `forward` (also in the backward replay);
+        under DDP, every gradient replay but the batch's last runs in `no_sync` (see `_ddp_sync`)."""
         context = (
             torch.autocast(self._autocast[0], dtype=self._autocast[1])
             if self._autocast is not None
             else contextlib.nullcontext()
         )
-        with context:
+        with context, self._ddp_sync(bool(kwargs.get("with_grad", args[3] if len(args) > 3 else False))):
             return super().embed_minibatch(*args, **kwargs)
+
+    def _ddp_sync(self, with_grad: bool) -> contextlib.AbstractContextManager[Any]:
+        """DDP all-reduces the gradients after each backward whose forward ran outside `no_sync`: one
+        all-reduce of the whole gradient per mini-batch, unless all replays but the last run inside it
+        (the gradients then accumulate locally and are reduced once). sentence-transformers ≥ 6.2's
+        backward hook does the same; 6.0/6.1's does not, so lwap does it here (nesting is harmless)."""
+        from torch.nn.parallel import DistributedDataParallel
+
+        if not with_grad or not torch.is_grad_enabled():
+            return contextlib.nullcontext()
+        self._replays_left -= 1
+        if isinstance(self.model, DistributedDataParallel) and self._replays_left > 0:
+            return self.model.no_sync()
+        return contextlib.nullcontext()
 
     def calculate_loss(
         self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False

@@ -1,6 +1,7 @@
 """Trainer callbacks lwap adds to `SentenceTransformerTrainer`: what the transformers callbacks don't do.
 
-- `StopOnSignal`: Ctrl-C (SIGINT) or SIGTERM → finish the current step, save a checkpoint, stop.
+- `StopOnSignal`: Ctrl-C (SIGINT) or SIGTERM → finish the current step, save a checkpoint, stop (in a
+  process group: at the next step `StopOnNonFinite` checks, so that every process stops at the same one).
   transformers' own `enable_jit_checkpoint` handles SIGTERM only, after a 3 s timer, and saves from
   inside a step; this one saves at a step boundary, exactly what `--resume` continues from.
 - `EvaluateAtEnd`: evaluate (and checkpoint) the last step too, so the final weights are always scored
@@ -55,26 +56,31 @@ class StopOnSignal(TrainerCallback):
             self._previous = {}
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
-        if self._agreed(args):
-            control.should_save = True
-            control.should_training_stop = True
-            self.stopped_at_step = state.global_step
+        # alone, a signal stops at this step; in a process group every process must stop at the same step,
+        # so StopOnNonFinite reduces this flag with its own, at the steps it checks (see its docstring)
+        if self.requested and not process_group_exists():
+            self.stop_here(state, control)
 
-    def _agreed(self, args: TrainingArguments) -> bool:
-        """Whether any process was signalled; every process must stop at the same step."""
-        # every process group, even torchrun's of one process: that runs the collective each step, so a
-        # one-GPU run shows whether it works with the backend (nccl takes CUDA tensors only)
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            device = collective_device(str(torch.distributed.get_backend()), args.device)
-            flag = torch.tensor([1.0 if self.requested else 0.0], device=device)
-            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-            self.requested = bool(flag.item())
-        return self.requested
+    def stop_here(self, state: TrainerState, control: TrainerControl) -> None:
+        """Checkpoint this step and stop (StopOnNonFinite cancels the checkpoint of a diverged step)."""
+        control.should_save = True
+        control.should_training_stop = True
+        self.stopped_at_step = state.global_step
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous = {}
+
+
+def process_group_exists() -> bool:
+    """Whether this process is in a torch.distributed group (torchrun, even with one process).
+
+    Every multi-process behaviour (gathered negatives, the flag collectives, the shared dev score, the
+    final barrier) keys on this, not on world_size > 1: a one-process torchrun (the one-GPU nccl test)
+    then runs them all.
+    """
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
 
 
 def collective_device(backend: str, process_device: torch.device) -> torch.device:
@@ -144,3 +150,24 @@ class Timing(TrainerCallback):
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
         self.loop_seconds = time.perf_counter() - self.loop_start
         self.end_step = state.global_step
+
+
+class ShareDevScores(TrainerCallback):
+    """In a process group, every process takes process 0's evaluation metrics.
+
+    transformers decides "new best" (and lwap's SelectTheBest whether to checkpoint) in each process from
+    its own metrics, and a checkpoint is a collective step: processes that ever disagreed would hang or
+    keep different steps. sentence-transformers ≥ 6.2 broadcasts the evaluator's metrics itself; 6.0/6.1
+    let every process evaluate on its own, where kernels may round differently. Listed first, so every
+    later `on_evaluate` (and transformers' best-metric update, which reads the same dict) sees process
+    0's numbers.
+    """
+
+    def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
+        metrics = kw.get("metrics")
+        if metrics is None or not process_group_exists():
+            return
+        shared = [dict(metrics)]
+        torch.distributed.broadcast_object_list(shared, src=0)
+        metrics.clear()
+        metrics.update(shared[0])

@@ -118,6 +118,7 @@ class TrainingConfig:
     length_group_size: int = 16  # length_grouped: batches per group sorted by token length (sampling.py)
     head_learning_rate_multiplier: float = 1.0  # the pooling head's lr = learning_rate × this (new heads)
     head_warmup_steps: int = 0  # the backbone is frozen for the first N steps (only the head trains)
+    dataloader_workers: int = 0  # processes tokenizing batches ahead of the device; 0 = the training process
     logging_steps: int = 10
     progress_bar: bool = True
 
@@ -390,6 +391,7 @@ def _check_values(c: TrainConfig, source: str) -> None:
         t.head_learning_rate_multiplier,
     )
     need(t.head_warmup_steps >= 0, "training.head_warmup_steps", "at least 0", t.head_warmup_steps)
+    need(t.dataloader_workers >= 0, "training.dataloader_workers", "at least 0", t.dataloader_workers)
 
     e = c.eval
     need(e.eval_steps >= 1, "eval.eval_steps", "at least 1", e.eval_steps)

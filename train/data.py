@@ -6,6 +6,11 @@
   (`.csv[.gz]`, quoted as Excel/pandas write it) or TSV (`.tsv[.gz]`, no quoting) with a header row, or a
   hub dataset. Extra columns (e.g. `split`) are ignored.
 
+An empty text in a CSV/TSV column or a hub dataset column (empty, only whitespace, or null) becomes
+`EMPTY_TEXT`, a single space, as SimCSE's train.py does for None fields ("Avoid 'None' fields", lines
+412-425 of princeton-nlp/SimCSE@49fa580): the example trains, [CLS] [SEP] only; `lwap train` says how
+many there were. A blank line of a text file is no example at all and is skipped.
+
 Local files are read once, line by line, into an Arrow file in the `datasets` cache
 (`Dataset.from_generator`: memory-mapped, so 1M sentences are not held in RAM), validated on the way:
 every problem raises DataError naming the file and line before any training starts. The cache key
@@ -27,6 +32,7 @@ from lwap.paths import DATA_DIR_VARIABLE
 from lwap.train.config import DataConfig
 
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".text")
+EMPTY_TEXT = " "  # what an empty text becomes: SimCSE's train.py replaces None by " " (see the docstring)
 TABLE_DELIMITERS = {".csv": ",", ".csv.gz": ",", ".tsv": "\t", ".tsv.gz": "\t"}
 
 
@@ -155,11 +161,7 @@ def _table_rows(
                     f"{where}: expected {len(header)} {kind} fields as in the header, found {len(row)}"
                     + (" (wrong delimiter?)" if len(row) == 1 else "")
                 )
-            values = [row[i] for i in indices]
-            for column, value in zip(columns, values, strict=True):
-                if not value.strip():
-                    what = "hard negative" if column == columns[-1] and len(columns) == 3 else "text"
-                    raise DataError(f"{where}: empty {what} in column {column!r}")
+            values = [row[i] if row[i].strip() else EMPTY_TEXT for i in indices]  # as SimCSE: see above
             yield dict(zip(names, values, strict=True))
             count += 1
             if max_examples is not None and count >= max_examples:
@@ -201,7 +203,7 @@ def _hub_dataset(data: DataConfig, columns: list[str], names: list[str]) -> Any:
         dataset = dataset.select(range(min(data.max_examples, len(dataset))))
     if len(dataset) == 0:
         raise DataError(f"hub dataset {data.train!r} split {data.hub_split!r} is empty")
-    offset = 0
+    has_blank = False
     for batch in dataset.with_format("arrow").iter(batch_size=10_000):  # streamed: the data stays on disk
         for column, name in zip(columns, names, strict=True):
             values = batch.column(name)
@@ -210,8 +212,21 @@ def _hub_dataset(data: DataConfig, columns: list[str], names: list[str]) -> Any:
                     f"hub dataset {data.train!r}: column {column!r} holds {values.type}, expected text"
                 )
             blank = pc.or_kleene(pc.is_null(values), pc.equal(pc.utf8_trim_whitespace(values), ""))
-            if pc.any(blank).as_py():
-                row = offset + pc.index(blank, True).as_py()
-                raise DataError(f"hub dataset {data.train!r}: row {row} has an empty {column!r}")
-        offset += batch.num_rows
+            has_blank = has_blank or bool(pc.any(blank).as_py())
+    if has_blank:  # as SimCSE: see the module docstring
+
+        def fill(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+            return {n: [v if v is not None and v.strip() else EMPTY_TEXT for v in batch[n]] for n in names}
+
+        dataset = dataset.map(fill, batched=True, desc="empty texts → ' '")
     return dataset
+
+
+def empty_texts(dataset: Any) -> int:
+    """How many texts of `dataset` are `EMPTY_TEXT` (empty in the source, replaced as SimCSE does)."""
+    import pyarrow.compute as pc
+
+    table = dataset.with_format("arrow")[:]
+    return sum(
+        int(pc.sum(pc.equal(table.column(name), EMPTY_TEXT)).as_py() or 0) for name in table.column_names
+    )

@@ -1,9 +1,11 @@
 """A run that diverges stops at once, and the saved model is always the step the summary names.
 
-- `StopOnNonFinite`: the first step whose training loss is NaN or infinite, whose weights are about to be
-  checkpointed or evaluated non-finite, or whose STS-B dev score is not finite stops the run there,
-  without saving that step: every checkpoint on disk has finite weights, so `--resume` never continues
-  from a broken one. `lwap train` then says what went non-finite and what to try, and exits 2 without
+- `StopOnNonFinite`: a training loss that is NaN or infinite (fp16: for several steps in a row, see
+  `FP16_OVERFLOW_PATIENCE`), weights that went non-finite, or a STS-B dev score that is not finite stop
+  the run at the next step transformers logs, evaluates or saves at (read there, not every step: no
+  per-step host sync), without saving or evaluating that step: every checkpoint on disk has finite
+  weights, so `--resume` never continues from a broken one. The error names the step where the loss
+  first went non-finite. `lwap train` then says what went non-finite and what to try, and exits 2 without
   a model (`TrainingDivergedError`). transformers' own `logging_nan_inf_filter` would instead log the
   average of earlier losses in place of a NaN and train on.
 - `SelectTheBest`: with `eval.keep_best`, the evaluation before training competes too (transformers
@@ -26,7 +28,7 @@ import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from lwap.errors import LwapError
-from lwap.train.callbacks import collective_device
+from lwap.train.callbacks import StopOnSignal, collective_device, process_group_exists
 
 
 class TrainingDivergedError(LwapError):
@@ -39,19 +41,43 @@ class Divergence:
     what: str  # e.g. "the training loss is nan"
 
 
-class StopOnNonFinite(TrainerCallback):
-    """Stop at the first non-finite training loss, weights or dev score (see the module docstring).
+# fp16 only: consecutive non-finite losses tolerated as overflows (GradScaler skips those steps and
+# lowers its scale); a loss that stays non-finite this long is not an overflow the scaler can cure
+FP16_OVERFLOW_PATIENCE = 8
 
-    The loss is read through a forward hook on the loss module, as a flag on its device; testing it
-    costs one device sync a step (what transformers' NaN filter, switched off for this, cost too).
-    Under several processes the flag is reduced, so every process stops at the same step.
+
+class StopOnNonFinite(TrainerCallback):
+    """Stop at a non-finite training loss, weights or dev score (see the module docstring); also the one
+    collective that stops every process of a group at the same step on a signal (`StopOnSignal`).
+
+    No host sync per step: the loss is read through a forward hook on the loss module and folded into a
+    few numbers on its device every step (the longest run of non-finite losses, where and at which value
+    the run that counts began); they are read, with the signal flag (and the weights' finiteness where a
+    checkpoint or an evaluation follows), only at steps transformers logs, evaluates or saves at (and the
+    last), in one collective under a process group. Each process's slots in it are its own, so a
+    divergence on another process is reported with that process's step and loss. A diverged run stops at
+    the first such step, before anything is saved or evaluated there: every checkpoint on disk still has
+    finite weights.
+
+    fp16: transformers' GradScaler skips a step whose gradients overflow; a non-finite loss then stops
+    the run only if it lasts `FP16_OVERFLOW_PATIENCE` steps in a row (bf16 and fp32 stop at the first).
     """
 
-    def __init__(self, loss: torch.nn.Module, dev_metric: str | None) -> None:
+    def __init__(
+        self,
+        loss: torch.nn.Module,
+        dev_metric: str | None,
+        signal: StopOnSignal | None = None,
+        patience: int = 1,
+    ) -> None:
         self.dev_metric = dev_metric
+        self.signal = signal
+        self.patience = patience
         self.diverged: Divergence | None = None
         self._bad: torch.Tensor | None = None  # a forward of this step gave a non-finite loss
-        self._last: torch.Tensor | None = None  # the last loss, to say which value it was
+        self._last: torch.Tensor | None = None  # the step's last loss value
+        # on the loss's device: [run, run start, value at run start, diverged, diverged step, its loss]
+        self._track: torch.Tensor | None = None
         loss.register_forward_hook(self._record)
 
     def _record(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
@@ -60,26 +86,89 @@ class StopOnNonFinite(TrainerCallback):
             return
         bad = ~torch.isfinite(value).all()
         self._bad = bad if self._bad is None else self._bad | bad
-        self._last = value
+        self._last = value.float().reshape(-1)[0]
+
+    def _fold_step(self, step: int) -> None:
+        """This step's loss into `_track`, on the device, without reading anything back."""
+        if self._bad is None or self._last is None:
+            return
+        device = self._last.device
+        t = self._track if self._track is not None else torch.zeros(6, device=device)
+        bad = self._bad.to(device)
+        step_t = torch.full((), float(step), device=device)
+        starts = bad & (t[0] == 0)
+        run = (t[0] + 1) * bad.float()
+        start = torch.where(starts, step_t, t[1])
+        start_value = torch.where(starts, self._last, t[2])
+        trigger = (run >= self.patience) & (t[3] == 0)
+        self._track = torch.stack(
+            [
+                run,
+                start,
+                start_value,
+                torch.maximum(t[3], trigger.float()),
+                torch.where(trigger, start, t[4]),
+                torch.where(trigger, start_value, t[5]),
+            ]
+        )
+        self._bad = None
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
-        if self.diverged is None:
-            weights_checked = control.should_save or control.should_evaluate
-            model = kw.get("model")
-            flags = torch.zeros(2, device=args.device)
-            if self._bad is not None:
-                flags[0] = self._bad.to(args.device).float()
-            if weights_checked and model is not None and not _all_finite(model):
-                flags[1] = 1.0
-            flags = _reduce_max(flags, args)
-            if flags[0]:
-                value = math.nan if self._last is None else float(self._last.float().reshape(-1)[0])
-                self.diverged = Divergence(state.global_step, f"the training loss is {value}")
-            elif flags[1]:
-                self.diverged = Divergence(state.global_step, "the model's weights are no longer finite")
-        self._bad = None
+        self._fold_step(state.global_step)
         if self.diverged is not None:
             _stop_without_saving(control)
+            return
+        grouped = process_group_exists()
+        check = (
+            control.should_log
+            or control.should_save
+            or control.should_evaluate
+            or control.should_training_stop
+            or state.global_step >= state.max_steps
+            or (not grouped and self.signal is not None and self.signal.requested)
+        )
+        if check:
+            self._check(args, state, control, kw.get("model"), grouped)
+
+    def _check(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: Any, grouped: bool
+    ) -> None:
+        """One host read (and, in a group, one collective) of the loss record, weights and signal."""
+        world, rank = (
+            (torch.distributed.get_world_size(), torch.distributed.get_rank()) if grouped else (1, 0)
+        )
+        device = self._track.device if self._track is not None else args.device
+        if grouped:
+            device = collective_device(str(torch.distributed.get_backend()), args.device)
+        # [signal, weights not finite, then per process: diverged, step, loss]; slots of other processes 0
+        flags = torch.zeros(2 + 3 * world, device=device)
+        if self.signal is not None and self.signal.requested:
+            flags[0] = 1.0
+        # the weights only where they are about to be saved or evaluated (a pass over every parameter:
+        # tens of ms for a BERT on a CPU, too much for every logging step); weights are equal in every
+        # process of a group, so one process that checks reports for all
+        saving = control.should_save or control.should_evaluate or (self.signal and self.signal.requested)
+        if model is not None and saving:
+            flags[1] = (~_all_finite(model)).float().to(device)
+        if self._track is not None:
+            mine = self._track[3:6].to(device)
+            flags[2 + 3 * rank : 5 + 3 * rank] = torch.where(mine[0] > 0, mine, torch.zeros_like(mine))
+        if grouped:
+            torch.distributed.all_reduce(flags)  # a sum: each slot has one writer
+        values = flags.cpu().tolist()  # the one host sync of this check
+        diverged = [(int(values[3 + 3 * r]), r, values[4 + 3 * r]) for r in range(world) if values[2 + 3 * r]]
+        if diverged:
+            step, where, loss = min(diverged)
+            on = f" on process {where}" if world > 1 else ""
+            lasting = f" for {self.patience} steps in a row" if self.patience > 1 else ""
+            self.diverged = Divergence(step, f"the training loss is {loss}{on}{lasting}")
+        elif values[1]:
+            self.diverged = Divergence(state.global_step, "the model's weights are no longer finite")
+        if self.diverged is not None:
+            _stop_without_saving(control)
+        elif values[0] and self.signal is not None:
+            self.signal.requested = True  # every process of the group stops here, signalled or not
+            self.signal.stop_here(state, control)
 
     def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
         value = (kw.get("metrics") or {}).get(self.dev_metric) if self.dev_metric else None
@@ -114,16 +203,10 @@ def _stop_without_saving(control: TrainerControl) -> None:
     control.should_training_stop = True
 
 
-def _all_finite(model: torch.nn.Module) -> bool:
+def _all_finite(model: torch.nn.Module) -> torch.Tensor:
+    """Whether every floating-point weight is finite, as a bool tensor on the weights' device (no sync)."""
     flags = [torch.isfinite(p).all() for p in model.parameters() if p.is_floating_point()]
-    return bool(torch.stack(flags).all()) if flags else True
-
-
-def _reduce_max(flags: torch.Tensor, args: TrainingArguments) -> torch.Tensor:
-    if args.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
-        flags = flags.to(collective_device(str(torch.distributed.get_backend()), args.device))
-        torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
-    return flags.cpu()
+    return torch.stack(flags).all() if flags else torch.tensor(True)
 
 
 def divergence_message(divergence: Divergence, config: Any, out: Path, config_path: str | None) -> str:

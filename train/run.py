@@ -88,10 +88,18 @@ def _train(
     except LwapError:
         raise
     except Exception as error:  # a checkpoint the file system refused: one line, not a traceback
+        out_of_memory = out_of_memory_error(error, config)
+        if out_of_memory is not None:
+            raise out_of_memory from None
         refused = outputs.checkpoint_write_error(error, out) if is_main else None
         if refused is None:
             raise
         raise refused from None
+    finally:
+        built.tf32.restore()  # TF32 as it was before training, also after a failure
+    from lwap.train.precision import remove_training_autocast
+
+    remove_training_autocast(trainer.model)  # what runs in this process from here on: the model's dtype
 
     if built.divergence.diverged is not None:
         from lwap.train.divergence import TrainingDivergedError, divergence_message
@@ -132,11 +140,39 @@ def _train(
             kept_step=summary["final_model_step"],
         )
         _print_result(summary, out)
-    if args.world_size > 1:
+    from lwap.train.callbacks import process_group_exists
+
+    if process_group_exists():  # even of one process, so that a one-GPU torchrun runs it too
         import torch.distributed as dist
 
         dist.barrier()  # the other processes wait until the model folder is complete
     return summary
+
+
+class TrainingOutOfMemoryError(LwapError):
+    """The training device ran out of memory; the message says which settings need less."""
+
+
+def out_of_memory_error(error: BaseException, config: TrainConfig) -> TrainingOutOfMemoryError | None:
+    """One line for torch's out-of-memory error (CUDA's, or another accelerator's), None for others."""
+    import torch
+
+    if not isinstance(error, torch.OutOfMemoryError):
+        return None
+    t = config.training
+    first = str(error).strip().splitlines()[0] if str(error).strip() else "out of memory"
+    smaller = t.per_device_batch_size // 2 or 1
+    mini = (
+        f"a smaller training.mini_batch_size (now {t.mini_batch_size})"
+        if t.mini_batch_size
+        else f"training.mini_batch_size: {smaller} (GradCache: the same loss and gradients, less memory)"
+    )
+    return TrainingOutOfMemoryError(
+        f"out of device memory while training ({first[:160]}); try {mini}, a smaller "
+        f"training.per_device_batch_size (now {t.per_device_batch_size}; changes the negatives), "
+        f"model.max_seq_length (now {config.model.max_seq_length}) or eval.batch_size "
+        f"(now {config.eval.batch_size}); --resume continues from the last checkpoint, if one was saved"
+    )
 
 
 def _training_done(checkpoint: Path, config: TrainConfig) -> bool:
@@ -181,6 +217,14 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
         f"{processes}, {config.training.precision}, lr {t.learning_rate:g}{head}{resumed}",
         flush=True,
     )
+    from lwap.train.data import EMPTY_TEXT, empty_texts
+
+    empty = empty_texts(dataset)
+    if empty:
+        print(
+            f"lwap train: {empty:,} empty texts in the training data, each trained as {EMPTY_TEXT!r}",
+            flush=True,
+        )
 
 
 def _sentences_per_example(config: TrainConfig) -> int:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from lwap.train.callbacks import StopOnSignal, Timing
     from lwap.train.divergence import StopOnNonFinite
     from lwap.train.losses import SimCSELoss
+    from lwap.train.precision import Tf32ForTraining
 
 # sentence-transformers' sampler names; length_grouped starts as the plain sampler and is replaced in
 # build_trainer, once the model's tokenizer can measure the examples (lwap.train.sampling)
@@ -59,6 +60,7 @@ class BuiltTrainer:
     stop: StopOnSignal
     timing: Timing
     divergence: StopOnNonFinite
+    tf32: Tf32ForTraining
 
 
 def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any:
@@ -75,7 +77,7 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             "training.precision fp16 needs a CUDA GPU (fp16 training uses a gradient scaler); "
             "use bf16 on the CPU"
         )
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
+    launched = "LOCAL_RANK" in os.environ and "WORLD_SIZE" in os.environ  # torchrun, even one process
     evaluate = e.stsb_dev
     try:
         args = SentenceTransformerTrainingArguments(
@@ -91,12 +93,17 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             bf16=t.precision == "bf16",
             fp16=t.precision == "fp16",  # transformers' fp16: autocast plus a gradient scaler
             use_cpu=use_cpu,
-            ddp_backend="gloo" if use_cpu and distributed else None,
-            # every trainable parameter gets a gradient (BERT's pooler is frozen: lwap.model); the head
-            # warm-up turns the search back on (head_training.py)
-            ddp_find_unused_parameters=False if distributed else None,
+            ddp_backend="gloo" if use_cpu and launched else None,
+            # explicitly off: left unset, transformers turns it on for a model that is not a
+            # PreTrainedModel (a SentenceTransformer). Every trainable parameter gets a gradient (BERT's
+            # pooler is frozen: lwap.model; tests/test_device_choices.py); the head warm-up turns the
+            # search back on (head_training.py)
+            ddp_find_unused_parameters=False,
             seed=t.seed,
             dataloader_drop_last=t.drop_last,
+            # tokenization runs in the collate function: in worker processes it overlaps the device's work
+            dataloader_num_workers=t.dataloader_workers,
+            dataloader_persistent_workers=t.dataloader_workers > 0,
             batch_sampler=BATCH_SAMPLER_NAMES[t.batch_sampler],
             eval_strategy="steps" if evaluate else "no",
             eval_steps=e.eval_steps,
@@ -141,18 +148,13 @@ def check_one_device_per_process(n_gpu: int, world_size: int) -> None:
 
 
 def apply_device_settings(config: TrainConfig, model: Any, on_cuda: bool, say: bool) -> None:
-    """TF32 and the CPU speed levers, for where the model trains.
+    """The CPU speed levers, for where the model trains (TF32 on CUDA: precision.Tf32ForTraining).
 
-    TF32 (`training.tf32`, on by default) lets CUDA fp32 matmuls (fp32 runs, and what bf16 autocast
-    leaves in fp32) use tensor cores. The CPU levers (attention eager, fast_dropout, keep_freed_memory)
-    were measured on CPUs only (docs/BENCHMARKS.md), so on CUDA they are skipped, saying so.
+    The CPU levers (attention eager, fast_dropout, keep_freed_memory) were measured on CPUs only
+    (docs/BENCHMARKS.md), so on CUDA they are skipped, saying so.
     """
-    import torch
-
     t = config.training
     if on_cuda:
-        torch.set_float32_matmul_precision("high" if t.tf32 else "highest")
-        torch.backends.cudnn.allow_tf32 = t.tf32
         levers = [
             name
             for name, on in (
@@ -174,7 +176,7 @@ def apply_device_settings(config: TrainConfig, model: Any, on_cuda: bool, say: b
         configure_for_training(model, t.attention, t.fast_dropout)
 
 
-def build_configured_model(m: ModelConfig) -> SentenceTransformer:
+def build_configured_model(m: ModelConfig, device: str | None = None) -> SentenceTransformer:
     """The SentenceTransformer a config's `model` section describes (backbone + pooling head)."""
     from lwap.model import build_model
 
@@ -183,6 +185,7 @@ def build_configured_model(m: ModelConfig) -> SentenceTransformer:
         m.pooling,
         max_seq_length=m.max_seq_length,
         trust_remote_code=m.trust_remote_code,
+        device=device,
         **m.pooler_options(),
     )
 
@@ -204,14 +207,21 @@ def build_trainer(
     evaluated only if it falls on `eval.eval_steps`): for timing the loop alone, as benchmarks/speed.py
     does; it needs `eval.keep_best: false`, since keeping the best reloads a checkpoint.
     """
-    from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
     from torch.utils.tensorboard import SummaryWriter
     from transformers.integrations import TensorBoardCallback
     from transformers.trainer_utils import SaveStrategy
 
-    from lwap.train.callbacks import EvaluateAtEnd, MetricsCsv, StopOnSignal, Timing
+    from lwap.train.callbacks import (
+        EvaluateAtEnd,
+        MetricsCsv,
+        ShareDevScores,
+        StopOnSignal,
+        Timing,
+        process_group_exists,
+    )
     from lwap.train.divergence import SelectTheBest, StopOnNonFinite
     from lwap.train.losses import SimCSELoss
+    from lwap.train.precision import OutsideTrainingAutocastEvaluation, Tf32ForTraining
     from lwap.train.report import DEV_METRIC
 
     if not checkpoints and config.eval.keep_best:
@@ -232,7 +242,9 @@ def build_trainer(
         model,
         temperature=config.objective.temperature,
         hard_negative_weight=config.objective.hard_negative_weight,
-        gather_across_devices=args.world_size > 1,
+        # every process group (creating `args` made it), even torchrun's of one process: negatives are
+        # gathered across processes, and a one-GPU torchrun exercises the gather
+        gather_across_devices=process_group_exists(),
     )
     if config.training.mini_batch_size is not None:
         from lwap.train.cached_loss import CachedSimCSELoss
@@ -256,7 +268,8 @@ def build_trainer(
     from lwap.train.head_training import head_training_setup
 
     stop, timing = StopOnSignal(), Timing()
-    own: list[Any] = [stop, timing]
+    tf32 = Tf32ForTraining(config.training.tf32 if on_cuda else None)
+    own: list[Any] = [ShareDevScores(), stop, timing, tf32]  # ShareDevScores first: see its docstring
     if checkpoints:  # EvaluateAtEnd also checkpoints the last step
         from lwap.train.checkpoint_integrity import ChecksumCheckpoints
 
@@ -265,14 +278,21 @@ def build_trainer(
     if checkpoints and config.eval.keep_best:
         own.append(SelectTheBest(DEV_METRIC, start_competes=config.eval.start_competes))
     # after every callback that asks for a save or an evaluation, so it can cancel a broken step's
-    divergence = StopOnNonFinite(loss, DEV_METRIC if config.eval.stsb_dev else None)
+    from lwap.train.divergence import FP16_OVERFLOW_PATIENCE
+
+    divergence = StopOnNonFinite(
+        loss,
+        DEV_METRIC if config.eval.stsb_dev else None,
+        signal=stop,
+        patience=FP16_OVERFLOW_PATIENCE if config.training.precision == "fp16" else 1,
+    )
     own.append(divergence)
     if args.process_index == 0:
         own += [
             MetricsCsv(out / outputs.METRICS_CSV),
             TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(out / outputs.TENSORBOARD_DIR))),
         ]
-    trainer = SentenceTransformerTrainer(
+    trainer = OutsideTrainingAutocastEvaluation(
         model=model,
         args=args,
         train_dataset=dataset,
@@ -282,13 +302,16 @@ def build_trainer(
     )
     if not checkpoints:
         trainer.args.save_strategy = SaveStrategy.NO  # transformers' periodic and final saves
-    return BuiltTrainer(trainer, model, loss, evaluator, args, dataset, out, stop, timing, divergence)
+    return BuiltTrainer(trainer, model, loss, evaluator, args, dataset, out, stop, timing, divergence, tf32)
 
 
 def initial_model(config: TrainConfig) -> SentenceTransformer:
     """The model a run starts from. Seeded, so the new pooling head starts identical in every process
-    and every run, and a run whose best is step 0 can rebuild those weights (lwap.train.run does)."""
+    and every run, and a run whose best is step 0 can rebuild those weights (lwap.train.run does).
+
+    Built on the CPU: the trainer moves it to the training device, and `--device cpu` on a GPU machine
+    must not touch the GPU (sentence-transformers would otherwise place it on CUDA first)."""
     from transformers import set_seed
 
     set_seed(config.training.seed)
-    return build_configured_model(config.model)
+    return build_configured_model(config.model, device="cpu")
