@@ -59,10 +59,11 @@ REPO = Path(__file__).resolve().parents[1]
 SIZES = {"4l256": (4, 256, 4), "6l384": (6, 384, 12), "4l512": (4, 512, 8), "tiny": (2, 32, 2)}
 EVALUATION_SETS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK", "SciFact")
 RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed",
-          "arch", "dropout", "clip", "max_tokens", "warmup_frac", "eval_seq_len")  # fmt: skip
+          "arch", "dropout", "clip", "max_tokens", "warmup_frac", "eval_seq_len", "rows",
+          "group_by_length")  # fmt: skip
 # recipe options added after runs were started with the first ten: a run.json without them used these
 LATER_DEFAULTS = {"arch": "bert", "dropout": 0.1, "clip": 1.0, "max_tokens": None, "warmup_frac": None,
-                  "eval_seq_len": None}  # fmt: skip
+                  "eval_seq_len": None, "rows": "packed", "group_by_length": False}  # fmt: skip
 ARCHS = ("bert", "prenorm")
 
 
@@ -86,6 +87,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, default=0.1, help="in pretraining (exported as 0.1 for SimCSE)")
     p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping (0: none)")
     p.add_argument("--eval-seq-len", type=int, help="held-out rows of this length (default --seq-len)")
+    p.add_argument("--group-by-length", action="store_true", help="batches of sentences of like length "
+                   "(transformers' LengthGroupedSampler): less padding with --rows sentence")  # fmt: skip
+    p.add_argument("--rows", choices=("packed", "sentence"), default="packed", help="sentences packed into "
+                   "rows of --seq-len, or one sentence a row (training and held-out rows alike)")  # fmt: skip
     p.add_argument("--no-export", action="store_true", help="an ablation: keep the run, export nothing")
     p.add_argument(
         "--snapshot-dir",
@@ -173,6 +178,19 @@ def read_splits(a: argparse.Namespace) -> tuple[list[str], list[str], dict]:
     return train_kept, held, report
 
 
+def one_per_row(tokenizer, sentences: list[str], seq_len: int) -> np.ndarray:
+    """`[CLS] s [SEP]` a row, cut to seq_len, 0-padded: every token's context is its own sentence, as in
+    SimCSE and the evaluation, where packed rows give each token nine unrelated sentences of context."""
+    rows = np.zeros((len(sentences), seq_len), dtype=np.int32)
+    for start in range(0, len(sentences), 10_000):
+        chunk = tokenizer(
+            sentences[start : start + 10_000], truncation=True, max_length=seq_len, verbose=False
+        )
+        for i, ids in enumerate(chunk["input_ids"]):
+            rows[start + i, : len(ids)] = ids
+    return rows
+
+
 def pack(tokenizer, sentences: list[str], seq_len: int, window: int = 64) -> np.ndarray:
     """Sentences packed into `[CLS] s1 [SEP] s2 [SEP] ...` rows of seq_len (0 = pad). Each row takes the
     first of the next `window` sentences that still fits, so rows end nearly full (in file order a row
@@ -198,6 +216,8 @@ def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[di
     """Training rows without their padding (the collator pads each batch and masks the padding out), and
     held-out rows with one fixed masking (comparable losses). The packing is cached in the run folder."""
     suffix = "" if a.eval_seq_len == a.seq_len else f"-eval{a.eval_seq_len}"
+    suffix += "-sentence" if a.rows == "sentence" else ""
+    rows = pack if a.rows == "packed" else one_per_row
     suffix += f"-{a.wiki.stem}" if a.wiki else ""  # a cache folder may be shared by runs
     cache = a.cache_dir / f"data-{a.seq_len}-{a.sentences or 'all'}-{a.held_out}{suffix}.npz"
     if not cache.is_file():
@@ -206,8 +226,8 @@ def prepared_data(a: argparse.Namespace, tokenizer) -> tuple[list[dict], list[di
         with files.atomic_path(cache) as partial, partial.open("wb") as handle:
             np.savez(
                 handle,
-                train=pack(tokenizer, train, a.seq_len),
-                held=pack(tokenizer, held, a.eval_seq_len),
+                train=rows(tokenizer, train, a.seq_len),
+                held=rows(tokenizer, held, a.eval_seq_len),
                 report=json.dumps(report),
             )
     arrays = np.load(cache)
@@ -583,6 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         use_cpu=not torch.cuda.is_available(),
         prediction_loss_only=True,
         max_grad_norm=a.clip,
+        train_sampling_strategy="group_by_length" if a.group_by_length else "random",
     )
     model = MLM_CLASSES[a.arch](mlm_config(a, tokenizer, a.dropout))  # random weights; the Trainer loads a
     # checkpoint's into it when resuming

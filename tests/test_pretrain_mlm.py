@@ -197,3 +197,17 @@ def test_rewarmed_schedule_continues_the_linear_one() -> None:
     assert script.rewarmed_factor(0, 60, 10, 100, 5) == pytest.approx(linear(60) / 5)
     assert script.rewarmed_factor(4, 60, 10, 100, 5) == pytest.approx(linear(64))
     assert script.rewarmed_factor(40, 60, 10, 100, 5) == 0.0
+
+
+def test_one_sentence_a_row(tmp_path: Path, wiki: Path) -> None:
+    """`--rows sentence`: `[CLS] s [SEP]` a row, training and held-out alike, in a cache of its own."""
+    script = load_script()
+    tokenizer = script.load_tokenizer()
+    args = script.parse_args(options(tmp_path, wiki, "--rows", "sentence", "--seq-len", "64"))
+    rows, held_out, report = script.prepared_data(args, tokenizer)
+    assert len(held_out) == 40 and all(row["input_ids"][0] == tokenizer.cls_token_id for row in held_out)
+    assert report["train_rows"] == report["train"] and report["held_out_rows"] == report["held_out"] == 40
+    assert all(r["input_ids"][0] == tokenizer.cls_token_id for r in rows)
+    assert all((r["input_ids"] == tokenizer.sep_token_id).sum() == 1 for r in rows)
+    assert all(len(r["input_ids"]) <= 64 for r in rows)
+    assert [p.name for p in (tmp_path / "run").glob("*.npz")] == ["data-64-all-40-sentence-wiki.npz"]
