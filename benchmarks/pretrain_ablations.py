@@ -202,6 +202,18 @@ def report(args: argparse.Namespace) -> None:
              title="MLM from random weights, one lever each (4 x 256 encoder)")  # fmt: skip
     axis.legend(fontsize=8)
     axis.figure.savefig(FIGURE, dpi=100, bbox_inches="tight")
+    cross = RESULTS / "cross.json"
+    if cross.is_file():  # arms whose held-out rows differ, each scored on the other's rows
+        lines += [
+            "",
+            "Cross-evaluation (`pretrain_ablations.py cross MODEL_ARM:ROWS_ARM`):",
+            "",
+            "| model of arm | scored on the held-out rows of arm | held-out loss |",
+            "| --- | --- | ---: |",
+        ]
+        for pair, loss in json.loads(cross.read_text(encoding="utf-8")).items():
+            model_arm, rows_arm = pair.split(":")
+            lines.append(f"| {model_arm} | {rows_arm} | {loss:.3f} |")  # fmt: skip
     table = "\n".join(lines) + "\n"
     (RESULTS / "README.md").write_text(
         "# MLM ablations from random weights (benchmarks/pretrain_ablations.py)\n\n"
@@ -223,12 +235,13 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("pairs", nargs="+", help="MODEL_ARM:ROWS_ARM")
     args = p.parse_args(argv)
     if args.command == "cross":
+        path = RESULTS / "cross.json"
+        scores = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         for pair in args.pairs:
             model_arm, rows_arm = pair.split(":")
-            print(
-                f"{model_arm} on {rows_arm}'s held-out rows: {held_out_loss(model_arm, rows_arm):.4f}",
-                flush=True,
-            )
+            scores[pair] = held_out_loss(model_arm, rows_arm)
+            print(f"{model_arm} on {rows_arm}'s held-out rows: {scores[pair]:.4f}", flush=True)
+        path.write_text(json.dumps(scores, indent=1), encoding="utf-8")  # `report` puts them in README
         return 0
     {"run": run, "report": report}[args.command](args)
     return 0

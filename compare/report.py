@@ -12,6 +12,7 @@ from typing import Any
 from lwap.compare import settings
 from lwap.compare.attention import attention_section
 from lwap.compare.cells import load_cells, shared_overrides
+from lwap.compare.decomposition import decomposition
 from lwap.compare.geometry_section import geometry_section
 from lwap.compare.grid import (
     BACKBONE,
@@ -140,7 +141,7 @@ def regime_section(
     lines += variant_legend(cells, regime)
     lines += [*against_untouched(cells, reference), *budget_check(cells, reference, others)]
     lines += [*below_step_zero(cells), *verdicts(cells)]
-    lines += [*variant_verdicts(cells), ""]
+    lines += [*variant_verdicts(cells), "", *decomposition(cells)]
     return lines
 
 

@@ -104,9 +104,17 @@ def position_limit(model: SentenceTransformer) -> int | None:
     Not the live tokenizer's model_max_length: sentence-transformers sets that to the current
     max_seq_length, so capping by it would forbid ever raising the length (e.g. MiniLM 256 -> 512).
     """
-    config = getattr(getattr(model[0], "model", None), "config", None)
-    positions = getattr(config, "max_position_embeddings", 0) or 0
-    return int(positions) if positions else None
+    return usable_positions(getattr(model[0], "model", None))
+
+
+def usable_positions(backbone: Any) -> int | None:
+    """Tokens the position table can number: RoBERTa-style embeddings (RoBERTa, its pre-LayerNorm form)
+    number positions from padding_idx + 1, so their table holds padding_idx + 1 fewer tokens."""
+    positions = getattr(getattr(backbone, "config", None), "max_position_embeddings", 0) or 0
+    if not positions:
+        return None
+    offset = getattr(getattr(backbone, "embeddings", None), "padding_idx", None)
+    return int(positions) - (offset + 1 if isinstance(offset, int) else 0)
 
 
 def set_max_seq_length(model: SentenceTransformer, length: int, say: Callable[[str], None]) -> int:
@@ -134,7 +142,7 @@ def _length_limit(transformer: Transformer) -> int:
         limit = _json_setting(Path(source) / "tokenizer_config.json", "model_max_length")
     if not limit:
         limit = getattr(transformer.tokenizer, "init_kwargs", {}).get("model_max_length") or 100_000
-    positions = getattr(transformer.model.config, "max_position_embeddings", None)
+    positions = usable_positions(transformer.model)
     return int(min(limit, positions)) if positions else int(min(limit, 100_000))
 
 

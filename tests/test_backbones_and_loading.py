@@ -81,3 +81,26 @@ def test_sentence_transformers_folder_as_backbone(tiny_bert, tmp_path) -> None:
     shutil.rmtree(tmp_path / "st" / "1_Pooling")
     model = build_model(str(tmp_path / "st"), "lwap")
     assert model.encode(["one sentence"]).shape == (1, 32)
+
+
+def test_a_roberta_style_position_table_caps_the_length_at_the_tokens_it_can_number(tmp_path) -> None:
+    """RoBERTa-style embeddings (the pre-LayerNorm backbone of benchmarks/pretrain_mlm.py) number positions
+    from padding_idx + 1: a table of 18 holds 17 tokens with [PAD] = 0, and 18 would crash the embedding."""
+    import torch
+    from conftest import tokenizer_folder
+    from transformers import AutoTokenizer, RobertaPreLayerNormConfig, RobertaPreLayerNormModel
+
+    from lwap.model import set_max_seq_length
+
+    torch.manual_seed(0)
+    config = RobertaPreLayerNormConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                                       num_attention_heads=2, intermediate_size=64,
+                                       max_position_embeddings=18, pad_token_id=0)  # fmt: skip
+    RobertaPreLayerNormModel(config).save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(tokenizer_folder()).save_pretrained(tmp_path)
+    model = build_model(str(tmp_path), pooling="lwap")
+    assert model.max_seq_length == 17
+    said: list[str] = []
+    assert set_max_seq_length(model, 256, said.append) == 17 and "using 17" in said[0]
+    long = " ".join(["word"] * 60)
+    assert model.encode([long, "short"]).shape == (2, 32)  # cut to 17 tokens, no index error

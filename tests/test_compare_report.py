@@ -426,3 +426,38 @@ def test_dev_moves_of_the_rows_starting_where_mean_starts_are_read_off_the_cells
     assert "the largest move is `mean`'s, +1.01 points." in line
     shift_cell(folder / "lwap-all-seed0.json", "train", "dev_spearman_before", -0.1)
     assert dev_from_the_backbone(load_cells(folder)) == []  # `mean` alone: its table row says it
+
+
+def test_the_decomposition_and_verdict_follow_the_pre_registration(tmp_path: Path) -> None:
+    """docs/COMPARE.md's decomposition: G = `lwap` − best mean-based pooler, output = A − `lwap`, query =
+    Q − `lwap`, interaction = AQ − A − Q + `lwap`, learned = AL − AQ; a variant wins only by more than the
+    seed spread on Avg. (all) without losing SciFact by more than the spread."""
+    cells = tmp_path / "cells/unsup"
+    profile = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.2, 0.3, 0.5]}
+    for seed in range(3):
+        jitter = 0.1 * (seed - 1)
+        write_cell(cells, "mean", seed, 80.0 + jitter, 65.0)
+        write_cell(cells, "first_last_avg", seed, 78.0 + jitter, 66.0)
+        write_cell(cells, "lwap", seed, 76.0 + jitter, 57.0, {"layer_attention": profile})
+        write_cell(cells, "lwap-attn", seed, 79.0 + jitter, 60.0)
+        write_cell(cells, "lwap-meanq", seed, 77.0 + jitter, 58.0)
+        write_cell(cells, "lwap-meanq-attn", seed, 79.5 + jitter, 64.0)
+    text = report_text(tmp_path)
+    assert "best mean-based pooler (`mean` on Avg. (all))" in text
+    assert "| gap G = `lwap` − `mean` | -4.00 ± 0.20 (p = 0.000)" in text
+    assert "| output component = A − `lwap` | +3.00 ± 0.20 (p = 0.000); +75% of the gap |" in text
+    assert "| interaction = AQ − A − Q + `lwap` | -0.50 ± 0.40; -12% of the gap |" in text
+    assert "| learned against mean queries = AL − AQ | not run yet |" in text
+    assert "- `lwap`: 0.200 0.300 0.500" in text  # the attention profile beside the table
+    assert "- `lwap-meanq-attn` − `mean`: Avg. (all) -0.50 (spread 0.20), SciFact -1.00" in text
+    assert "**No variant wins here.** The largest component on Avg. (all) is the output component " in text
+
+    for seed in range(2):  # a winner, but with two seeds it is not decided yet
+        write_cell(cells, "lwap-latent-attn", seed, 81.0 + 0.1 * seed, 65.0)
+    text = report_text(tmp_path)
+    assert "- Not decided yet (seeds missing): `lwap-latent-attn` (2 of 3 seeds)." in text
+    assert "No variant wins" not in text and "A variant wins" not in text
+    write_cell(cells, "lwap-latent-attn", 2, 81.2, 65.0)
+    text = report_text(tmp_path)
+    assert "Avg. (all) +1.10 (spread 0.20), SciFact +0.00 (spread 0.00): **wins**." in text
+    assert "**A variant wins here**: `lwap-latent-attn`." in text
