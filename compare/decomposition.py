@@ -51,9 +51,13 @@ def term(cells: Cells, parts: tuple[tuple[int, str], ...], key: str) -> tuple[fl
     return value, spread, p
 
 
-def shown(value: float, spread: float, p: float | None, whole: float) -> str:
+def shown(value: float, spread: float, p: float | None, gap_term: tuple[float, float, float | None]) -> str:
+    """A term with its spread and p, and its share of a gap G < 0 where G is beyond its own seed spread:
+    the pre-registration said "where G < 0"; a share of a gap within the spread (e.g. -2534% of -0.38 ±
+    0.39 on the proxy) means nothing, so those are left out (added after the first cell, said in the page)."""
     text = f"{value:+.2f} ± {spread:.2f}" + (f" (p = {p:.3f})" if p is not None else "")
-    return text + (f"; {value / -whole:+.0%} of the gap" if whole < 0 else "")
+    whole, whole_spread, _ = gap_term
+    return text + (f"; {value / -whole:+.0%} of the gap" if whole < -whole_spread else "")
 
 
 def decomposition(cells: Cells) -> list[str]:
@@ -67,17 +71,21 @@ def decomposition(cells: Cells) -> list[str]:
         f"Decomposition of `lwap`'s gap to the best mean-based pooler (`{best}` on Avg. (all)), as "
         "pre-registered in docs/COMPARE.md (A = `lwap-attn`, Q = `lwap-meanq`, AQ = `lwap-meanq-attn`, "
         "AL = `lwap-latent-attn`; means over seeds ± the rows' standard deviations summed; Welch's p for "
-        "the differences of two rows; a share is the component over −G):",
+        "the differences of two rows; a share is the component over −G, given only where G < 0 by more than "
+        'its seed spread: the pre-registered "where G < 0" narrowed after the first cell, since a share of '
+        "a gap within the spread means nothing):",
         "",
         head,
         "|" + " --- |" * (len(HEADLINE) + 1),
-        f"| gap G = `lwap` − `{best}` | " + " | ".join(shown(*gaps[k], 0.0) for k, _ in HEADLINE) + " |",
+        f"| gap G = `lwap` − `{best}` | "
+        + " | ".join(shown(*gaps[k], (0.0, 0.0, None)) for k, _ in HEADLINE)
+        + " |",
     ]
     for name, parts in COMPONENTS:
         if not all(row in cells for _, row in parts):
             lines.append(f"| {name} | " + " | ".join("not run yet" for _ in HEADLINE) + " |")
             continue
-        values = [shown(*term(cells, parts, key), gaps[key][0]) for key, _ in HEADLINE]
+        values = [shown(*term(cells, parts, key), gaps[key]) for key, _ in HEADLINE]
         lines.append(f"| {name} | " + " | ".join(values) + " |")
     return [*lines, "", *attention_profiles(cells), *component_verdict(cells, best)]
 
