@@ -127,7 +127,8 @@ def component_verdict(cells: Cells, best: str) -> list[str]:
     if pending:
         lines.append(f"- Not decided yet (seeds missing): {', '.join(pending)}.")
     if winners:
-        lines += ["", "**A variant wins here**: " + ", ".join(f"`{w}`" for w in winners) + "."]
+        lines += ["", "**A variant wins here**: " + ", ".join(f"`{w}`" for w in winners) + ".",
+                  *against_the_paper(cells, best, winners)]  # fmt: skip
     elif out and not pending:
         lines += ["", f"**No variant wins here.** {largest_component(cells)}".rstrip()]
     return [*lines, ""]
@@ -145,3 +146,30 @@ def largest_component(cells: Cells) -> str:
         f"The largest component on Avg. (all) is the {name.split(' = ')[0]} ({value:+.2f}, {size} than "
         f"its seed spread {spread:.2f})."
     )
+
+
+def against_the_paper(cells: Cells, best: str, winners: list[str]) -> list[str]:
+    """Context for a win, added after the first results (the rule is unchanged): whether the paper's `lwap`
+    passes the same rule, and whether each winner differs from `lwap` beyond the seed spread; a win that
+    `lwap` shares is not the variant's doing."""
+    if not complete(cells, "lwap"):
+        return []
+    sts, sts_spread, _ = term(cells, ((1, "lwap"), (-1, best)), "avg_all")
+    sci, sci_spread, _ = term(cells, ((1, "lwap"), (-1, best)), "scifact_ndcg@10")
+    passes = sts > sts_spread and sci >= -sci_spread
+    lines = [
+        "",
+        "Context, added after the results (not part of the rule): the paper's `lwap` − "
+        f"`{best}`: Avg. (all) {sts:+.2f} (spread {sts_spread:.2f}), SciFact {sci:+.2f} (spread "
+        f"{sci_spread:.2f}): it {'passes the same rule' if passes else 'does not pass the rule'}.",
+        "",
+    ]
+    for row in winners:
+        value, spread, p = term(cells, ((1, row), (-1, "lwap")), "avg_all")
+        sci_value, sci_spread_w, sci_p = term(cells, ((1, row), (-1, "lwap")), "scifact_ndcg@10")
+        judged = "beyond" if abs(value) > spread else "within"
+        lines.append(
+            f"- `{row}` − `lwap`: Avg. (all) {value:+.2f} ({judged} the spread {spread:.2f}; p = {p:.3f}), "
+            f"SciFact {sci_value:+.2f} (spread {sci_spread_w:.2f}; p = {sci_p:.3f})."
+        )
+    return lines

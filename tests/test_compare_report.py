@@ -461,3 +461,6 @@ def test_the_decomposition_and_verdict_follow_the_pre_registration(tmp_path: Pat
     text = report_text(tmp_path)
     assert "Avg. (all) +1.10 (spread 0.20), SciFact +0.00 (spread 0.00): **wins**." in text
     assert "**A variant wins here**: `lwap-latent-attn`." in text
+    # the context beside a win: does the paper's `lwap` pass the same rule, and is the winner beyond it?
+    assert "-4.00 (spread 0.20), SciFact -8.00 (spread 0.00): it does not pass the rule." in text
+    assert "- `lwap-latent-attn` − `lwap`: Avg. (all) +5.10 (beyond the spread 0.20; p = 0.000)" in text
