@@ -17,7 +17,8 @@ Each budget trains `cls` (plain SimCSE) and `mean`, seed 0, evaluated on the sev
 backbone's untouched rows (mean, last [CLS], first-last average; every task). A regime takes the first
 budget whose trained `cls` beats every untouched row on Avg. (all) by at least MARGIN points; if none does,
 the last one, and the table says so. Cells go to benchmarks/results/compare/budget/NAME/ (tracked), with a
-README.md table; models to runs/budget/ (not tracked). A rerun skips the finished cells.
+README.md table and choice.json (each regime's budget, whether it passed, its `--set`s); models to
+runs/budget/ (not tracked). A rerun skips the finished cells.
 
 `--rule gate` is issue 36's gate for a backbone that has learned language, written down (GATE_BUDGETS,
 GATE_MARGINS) before that backbone existed: SimCSE's jump must show before any grid is run on it. Both
@@ -155,11 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     name, rule = backbone_name(a.backbone), RULES[a.rule]
     results, work = REPO / "benchmarks/results/compare/budget" / name, REPO / "runs/budget" / name
     table, chosen = probe(a.backbone, results, work, rule)
-    choice = []
+    choice, record = [], {"rule": a.rule, "backbone": a.backbone, "regimes": {}}
     for regime, (label, passed) in chosen.items():
-        sets = " ".join(
-            f"--set {o}" for o in [*rule.budgets[label][regime], *depth_settings(Path(a.backbone))]
-        )
+        overrides = [*rule.budgets[label][regime], *depth_settings(Path(a.backbone))]
+        record["regimes"][regime] = {"budget": label, "passed": passed, "set": overrides}
+        sets = " ".join(f"--set {o}" for o in overrides)
         verdict = "" if passed else " (no budget passed: the largest tried)"
         if not passed and a.rule == "gate":
             verdict = " (**the gate fails**: no budget passed; find the cause before any grid)"
@@ -183,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         *choice,
         "",
     ]
+    results.mkdir(parents=True, exist_ok=True)
     (results / "README.md").write_text("\n".join(text), encoding="utf-8")
+    # What benchmarks/new_backbone_queue.py reads to run the grid (or stop at a failed gate).
+    (results / "choice.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print("\n".join(text))
     return 0
 

@@ -103,3 +103,27 @@ def test_the_gate_needs_cls_and_mean_above_every_untouched_row_by_its_margin(
     assert chosen == {"unsup": ("lr1e-4", True), "sup": ("lr1e-4-long", False)}
     assert list(script.GATE_BUDGETS) == ["long", "lr1e-4", "lr1e-4-long"]
     assert "`cls` and `mean` ≥ every untouched row + 5 (unsup) / 10 (sup)" in rows[2]
+
+
+def test_the_choice_is_written_for_the_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """choice.json: each regime's budget, whether it passed and its `--set`s, depth settings included
+    (what benchmarks/new_backbone_queue.py runs the grid with, or stops at)."""
+    script = load_script()
+    backbone = tmp_path / "bert-new"
+    backbone.mkdir()
+    (backbone / "config.json").write_text(json.dumps({"num_hidden_layers": 4}), encoding="utf-8")
+    monkeypatch.setattr(script, "REPO", tmp_path)
+    monkeypatch.setattr(
+        script, "probe", lambda *args: (["table"], {"unsup": ("lr1e-4", True), "sup": ("lr1e-4-long", False)})
+    )
+    assert script.main(["--backbone", str(backbone), "--rule", "gate"]) == 0
+    folder = tmp_path / "benchmarks/results/compare/budget/bert-new"
+    choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
+    assert choice["rule"] == "gate" and choice["backbone"] == str(backbone)
+    assert choice["regimes"]["unsup"] == {
+        "budget": "lr1e-4",
+        "passed": True,
+        "set": ["training.learning_rate=1e-4", "data.max_examples=64000", "model.weighted_layer_start=3"],
+    }
+    assert choice["regimes"]["sup"]["passed"] is False
+    assert "**the gate fails**" in (folder / "README.md").read_text(encoding="utf-8")

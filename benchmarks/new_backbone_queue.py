@@ -1,0 +1,117 @@
+"""Issue 36 from the long MLM run to the report, one stage after another, so that one background command
+keeps the CPU busy across sessions and no stage starts before the one it depends on has finished.
+
+    nohup python benchmarks/new_backbone_queue.py >> runs/queue.log 2>&1 &     # --dry-run: what is left
+
+1. The long run (`bash benchmarks/pretrain_long_run.sh`) until it exports the backbone with its SOURCE.md.
+2. The gate (`budget_probe.py --rule gate`, its budgets and margins fixed before the backbone existed).
+   If a regime fails, the queue stops there: no grid hours until the cause is found
+   (`benchmarks/plain_simcse.py` beside `lwap train`, issue 36).
+3. The grid under the gate's budget: the six poolers and issue 37's four variants, seed-major with the
+   regimes alternating (seed 0 unsupervised, seed 0 supervised, seed 1 ...), so that a queue stopped
+   anywhere leaves both regimes level.
+4. `compare_poolers.py report` (docs/RESULTS.md).
+
+Every stage is resumable and skipped once done (the run resumes from its checkpoint or the committed
+snapshot; `compare run` skips finished cells), so rerunning the same command picks up where it stopped.
+Each stage runs under `nice` with OMP_NUM_THREADS=2 unless set: never two heavy jobs at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from lwap.compare.grid import PLANNED_SEEDS, POOLERS, backbone_name
+
+REPO = Path(__file__).resolve().parents[1]
+BACKBONE = "benchmarks/backbones/bert-prenorm-4l256-sentences"
+# Issue 37's variants, as its pre-registration names them (docs/COMPARE.md): A, Q, AQ and AL.
+VARIANT_ROWS = ("lwap-attn", "lwap-meanq", "lwap-meanq-attn", "lwap-latent-attn")
+ROWS = (*POOLERS, *VARIANT_ROWS)
+REGIMES = ("unsup", "sup")
+
+
+class GateFailed(Exception):
+    """The gate did not pass in a regime: no grid is run."""
+
+
+def choice_file(backbone: str, repo: Path = REPO) -> Path:
+    return repo / "benchmarks/results/compare/budget" / backbone_name(backbone) / "choice.json"
+
+
+def read_choice(backbone: str, repo: Path = REPO) -> dict | None:
+    path = choice_file(backbone, repo)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def grid_commands(backbone: str, choice: dict, seeds: tuple[int, ...] = PLANNED_SEEDS) -> list[list[str]]:
+    """Seed-major, regimes alternating, every row in one budget per regime (the gate's)."""
+    failed = [r for r in REGIMES if not choice["regimes"][r]["passed"]]
+    if choice.get("rule") != "gate" or failed:
+        raise GateFailed(
+            f"the gate did not pass ({', '.join(failed) or 'not the gate rule'}): "
+            "no grid before the cause, backbone or trainer, is found"
+        )
+    commands = []
+    for seed in seeds:
+        for regime in REGIMES:
+            sets = [a for o in choice["regimes"][regime]["set"] for a in ("--set", o)]
+            base = ["benchmarks/compare_poolers.py", "run", "--regime", regime, "--backbone", backbone]
+            commands.append([*base, "--seeds", str(seed), "--poolers", *ROWS, *sets])
+    return commands
+
+
+def stages(backbone: str, repo: Path | None = None) -> Iterator[tuple[str, list[str]]]:
+    """(what, command) in order, each read from the disk when its turn comes: the grid's commands exist
+    only once the gate has written its choice."""
+    repo = repo or REPO
+    if not (repo / backbone / "SOURCE.md").is_file():
+        yield "the long MLM run", ["bash", "benchmarks/pretrain_long_run.sh"]
+    if read_choice(backbone, repo) is None or read_choice(backbone, repo).get("rule") != "gate":
+        yield "the gate", ["benchmarks/budget_probe.py", "--backbone", backbone, "--rule", "gate"]
+    choice = read_choice(backbone, repo)
+    if choice is None:
+        raise GateFailed(f"{choice_file(backbone, repo)}: the gate wrote no choice")
+    for command in grid_commands(backbone, choice):
+        yield f"grid: {command[3]} seed {command[7]}", command
+    yield "the report", ["benchmarks/compare_poolers.py", "report"]
+
+
+def run(command: list[str]) -> int:
+    environment = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}
+    program = command if command[0] == "bash" else [sys.executable, *command]
+    return subprocess.run(["nice", "-n", "10", *program], cwd=REPO, env=environment).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backbone", default=BACKBONE)
+    parser.add_argument("--dry-run", action="store_true", help="print the next stage's command and stop")
+    a = parser.parse_args(argv)
+    try:
+        for what, command in stages(a.backbone):
+            print(f"[queue] {what}: {' '.join(command)}", flush=True)
+            if a.dry_run:
+                return 0
+            code = run(command)
+            if code != 0:
+                print(f"[queue] stopped: {what} exited {code}; rerun to resume", flush=True)
+                return code
+            if what == "the long MLM run" and not (REPO / a.backbone / "SOURCE.md").is_file():
+                print("[queue] stopped: the long run ended before its export (a slice); rerun to resume")
+                return 0
+    except GateFailed as error:
+        print(f"[queue] stopped: {error}", flush=True)
+        return 1
+    print("[queue] done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

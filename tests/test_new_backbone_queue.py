@@ -1,0 +1,91 @@
+"""benchmarks/new_backbone_queue.py: issue 36's stages in order, each skipped once done, the grid only
+after a passed gate and with its budget, seed-major with the regimes alternating."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from lwap.compare.grid import ROWS
+
+REPO = Path(__file__).resolve().parents[1]
+BACKBONE = "benchmarks/backbones/bert-new"
+SETS = {"unsup": ["training.learning_rate=1e-4", "data.max_examples=64000"], "sup": ["training.epochs=3"]}
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("queue", REPO / "benchmarks" / "new_backbone_queue.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_choice(repo: Path, passed: dict[str, bool], rule: str = "gate") -> None:
+    path = repo / "benchmarks/results/compare/budget/bert-new/choice.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    regimes = {r: {"budget": "lr1e-4", "passed": ok, "set": SETS[r]} for r, ok in passed.items()}
+    path.write_text(json.dumps({"rule": rule, "backbone": BACKBONE, "regimes": regimes}), encoding="utf-8")
+
+
+def test_the_stages_follow_each_other_and_the_grid_takes_the_gates_budget(tmp_path: Path) -> None:
+    script = load_script()
+    stages = script.stages(BACKBONE, tmp_path)
+    assert next(stages) == ("the long MLM run", ["bash", "benchmarks/pretrain_long_run.sh"])
+    what, command = next(stages)  # read when its turn comes: no choice yet, so the gate
+    assert what == "the gate" and command[-2:] == ["--rule", "gate"]
+    write_choice(tmp_path, {"unsup": True, "sup": True})
+    rest = list(stages)
+    grid, report = rest[:-1], rest[-1]
+    assert [w for w, _ in grid] == [f"grid: {r} seed {s}" for s in (0, 1, 2) for r in ("unsup", "sup")]
+    first = grid[0][1]
+    assert first[first.index("--poolers") + 1 : first.index("--set")] == list(script.ROWS)
+    assert first[first.index("--set") :] == ["--set", SETS["unsup"][0], "--set", SETS["unsup"][1]]
+    assert grid[1][1][-2:] == ["--set", "training.epochs=3"]
+    assert report == ("the report", ["benchmarks/compare_poolers.py", "report"])
+
+
+def test_finished_stages_are_skipped(tmp_path: Path) -> None:
+    (tmp_path / BACKBONE).mkdir(parents=True)
+    (tmp_path / BACKBONE / "SOURCE.md").write_text("exported", encoding="utf-8")
+    write_choice(tmp_path, {"unsup": True, "sup": True})
+    assert next(load_script().stages(BACKBONE, tmp_path))[0] == "grid: unsup seed 0"
+
+
+@pytest.mark.parametrize("passed", [{"unsup": True, "sup": False}, {"unsup": False, "sup": True}])
+def test_a_failed_gate_stops_the_queue_before_any_grid_cell(
+    tmp_path: Path, passed: dict[str, bool], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    script = load_script()
+    (tmp_path / BACKBONE).mkdir(parents=True)
+    (tmp_path / BACKBONE / "SOURCE.md").write_text("exported", encoding="utf-8")
+    ran = []
+
+    def fake_run(command: list[str]) -> int:
+        ran.append(command)
+        write_choice(tmp_path, passed)  # what the gate writes
+        return 0
+
+    monkeypatch.setattr(script, "REPO", tmp_path)
+    monkeypatch.setattr(script, "run", fake_run)
+    assert script.main(["--backbone", BACKBONE]) == 1
+    assert [c[0] for c in ran] == ["benchmarks/budget_probe.py"]
+    failed = next(r for r, ok in passed.items() if not ok)
+    assert f"the gate did not pass ({failed})" in capsys.readouterr().out
+
+
+def test_a_probe_choice_is_not_a_gate(tmp_path: Path) -> None:
+    """issue 26's probe writes the same file; its 2-point rule is not the gate's."""
+    script = load_script()
+    write_choice(tmp_path, {"unsup": True, "sup": True}, rule="probe")
+    with pytest.raises(script.GateFailed, match="not the gate rule"):
+        script.grid_commands(BACKBONE, json.loads(next(tmp_path.rglob("choice.json")).read_text()))
+
+
+def test_the_rows_are_the_six_poolers_and_issue_37s_four_variants() -> None:
+    rows = load_script().ROWS
+    assert len(rows) == 10 and set(rows) <= set(ROWS)
+    assert {"cls", "mean", "first_last_avg", "last2_avg", "weighted", "lwap"} <= set(rows)
