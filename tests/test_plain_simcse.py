@@ -1,0 +1,138 @@
+"""benchmarks/plain_simcse.py, the lwap-free SimCSE control: a few steps on a 2-layer H=32 BERT write a
+folder sentence-transformers loads, the dev curve starts untrained and the kept step is a trained one;
+the InfoNCE loss has its textbook values; a caller's mistake is one line and exit 2."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+from conftest import REPO, make_tiny_bert
+
+SCRIPT = REPO / "benchmarks" / "plain_simcse.py"
+WORDS = ["man", "dog", "cat", "plays", "runs", "guitar", "river", "city", "eats", "red", "blue", "old"]
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("plain_simcse", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["plain_simcse"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert-2l"), num_layers=2)
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    """200 sentences (gzip, blank lines between some) and 24 STS-B-dev-like pairs in the original layout,
+    one with bare quotes and two trailing license fields."""
+    sentences = [" ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 5, 7)) + f" {i}." for i in range(200)]
+    train = tmp_path / "train.txt.gz"
+    with gzip.open(train, "wt", encoding="utf-8") as handle:
+        for i, sentence in enumerate(sentences):
+            handle.write(sentence + ("\n\n" if i % 50 == 0 else "\n"))
+    rows = []
+    for i in range(24):
+        a, b = sentences[i], sentences[i] if i % 3 == 0 else sentences[i + 100]
+        rows.append(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{(i % 6):.3f}\t{a} \t{b}")
+    rows[5] = 'main-forums\tdeft-forum\t2014\t0005\t2.400\tHe said "no.\tShe said "yes".\tlicense\tby'
+    dev = tmp_path / "sts-dev.csv"
+    dev.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return train, dev
+
+
+def options(backbone: Path, train: Path, dev: Path, out: Path, *extra: str) -> list[str]:
+    return ["--backbone", str(backbone), "--train", str(train), "--stsb-dev", str(dev), "--out", str(out),
+            "--max-examples", "64", "--batch", "16", "--max-length", "16", "--eval-steps", "2",
+            "--precision", "fp32", "--device", "cpu", *extra]  # fmt: skip
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_a_short_run_saves_a_loadable_model_and_its_dev_curve(
+    tmp_path: Path, backbone: Path, files: tuple[Path, Path], pooling: str
+) -> None:
+    from safetensors.torch import load_file
+    from sentence_transformers import SentenceTransformer
+
+    out = tmp_path / "out"
+    assert load_script().main(options(backbone, *files, out, "--pooling", pooling)) == 0
+    record = json.loads((out / "plain_simcse.json").read_text(encoding="utf-8"))
+    assert record["steps"] == 4 and record["sentences"] == 64
+    assert [step for step, _ in record["dev_curve"]] == [0, 2, 4]
+    trained = record["dev_curve"][1:]
+    best = max(score for _, score in trained)
+    assert record["best_step"] == next(step for step, score in trained if score == best)  # first, trained
+    assert record["args"]["pooling"] == pooling and record["torch"] == torch.__version__
+
+    model = SentenceTransformer(str(out), device="cpu")
+    assert model.encode(["a b"]).shape == (1, 32)
+    assert json.loads((out / "1_Pooling" / "config.json").read_text())["pooling_mode"] == pooling
+    assert not any("mlp" in name for name, _ in model.named_parameters())  # SimCSE's MLP: training only
+    saved, start = load_file(out / "model.safetensors"), load_file(backbone / "model.safetensors")
+    assert any(not torch.equal(saved[k], start[k]) for k in start if k in saved)  # training moved weights
+
+
+def test_info_nce_is_log_batch_when_nothing_differs_and_near_zero_when_pairs_separate() -> None:
+    info_nce = load_script().info_nce
+    same = torch.ones(8, 4)
+    assert float(info_nce(same, same, 0.05)) == pytest.approx(math.log(8), rel=1e-6)
+    eye = torch.eye(8)
+    assert float(info_nce(eye, eye, 0.05)) < 1e-6
+    assert float(info_nce(eye, eye.roll(1, dims=0), 0.05)) > 19  # every pair matched to the wrong row
+
+
+def test_readers_skip_blank_lines_and_keep_bare_quotes(files: tuple[Path, Path]) -> None:
+    script = load_script()
+    train, dev = files
+    sentences = script.read_sentences(train, 60)
+    assert len(sentences) == 60 and all(s.strip() for s in sentences)
+    pairs = script.read_stsb(dev)
+    assert len(pairs.gold) == 24 and pairs.gold[5] == 2.4
+    assert (pairs.first[5], pairs.second[5]) == ('He said "no.', 'She said "yes".')
+    assert not pairs.first[0].endswith(" ")
+
+
+def test_a_missing_backbone_folder_is_one_line_and_exit_2(tmp_path: Path, files: tuple[Path, Path]) -> None:
+    command = [sys.executable, str(SCRIPT), "--pooling", "cls"]
+    command += options(tmp_path / "no-such-backbone", *files, tmp_path / "out")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("plain_simcse.py: error: --backbone")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"--train": "missing.txt.gz"}, "--train: no such file"),
+        ({"--max-examples": "8"}, "smaller than --batch"),
+    ],
+)
+def test_other_mistakes_are_one_line_and_exit_2(
+    tmp_path: Path,
+    backbone: Path,
+    files: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, str],
+    message: str,
+) -> None:
+    argv = [*options(backbone, *files, tmp_path / "out"), "--pooling", "mean"]
+    for flag, value in change.items():
+        argv[argv.index(flag) + 1] = str(tmp_path / value) if flag == "--train" else value
+    assert load_script().main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("plain_simcse.py: error:") and message in lines[0]
