@@ -5,8 +5,10 @@ keeps the CPU busy across sessions and no stage starts before the one it depends
 
 1. The long run (`bash benchmarks/pretrain_long_run.sh`) until it exports the backbone with its SOURCE.md.
 2. The gate (`budget_probe.py --rule gate`, its budgets and margins fixed before the backbone existed).
-   If a regime fails, the queue stops there: no grid hours until the cause is found
-   (`benchmarks/plain_simcse.py` beside `lwap train`, issue 36).
+   If a regime fails, the queue runs the control, unsupervised SimCSE in plain PyTorch
+   (`benchmarks/plain_simcse.py`, `cls` and `mean`, seed 0, the gate's first budget) evaluated as the
+   gate's cells are, so the lwap cells of that budget have their plain twins (backbone or trainer?),
+   and stops there: no grid hours until the cause is found.
 3. The grid under the gate's budget: the six poolers and issue 37's four variants, seed-major with the
    regimes alternating (seed 0 unsupervised, seed 0 supervised, seed 1 ...), so that a queue stopped
    anywhere leaves both regimes level.
@@ -35,6 +37,9 @@ BACKBONE = "benchmarks/backbones/bert-prenorm-4l256-sentences"
 VARIANT_ROWS = ("lwap-attn", "lwap-meanq", "lwap-meanq-attn", "lwap-latent-attn")
 ROWS = (*POOLERS, *VARIANT_ROWS)
 REGIMES = ("unsup", "sup")
+# The gate's first budget, unsupervised: budget_probe.GATE_BUDGETS["long"] on unsup-minilm.yaml.
+CONTROL = ("--lr", "3e-4", "--max-examples", "64000", "--batch", "64", "--max-length", "32")
+CONTROL += ("--eval-steps", "50", "--seed", "0", "--precision", "bf16", "--temperature", "0.05")
 
 
 class GateFailed(Exception):
@@ -67,6 +72,22 @@ def grid_commands(backbone: str, choice: dict, seeds: tuple[int, ...] = PLANNED_
     return commands
 
 
+def control_commands(backbone: str, repo: Path) -> Iterator[tuple[str, list[str]]]:
+    """Plain PyTorch SimCSE at the gate's first budget (unsupervised `long`: lr 3e-4, 64,000 sentences,
+    batch 64, length 32, STS-B dev every 50 steps) and its evaluation, each skipped once done."""
+    name = backbone_name(backbone)
+    for pooling in ("cls", "mean"):
+        model = f"runs/plain-simcse/{name}/{pooling}"
+        scores = f"benchmarks/results/compare/budget/{name}/plain-simcse/{pooling}"
+        if not (repo / model / "plain_simcse.json").is_file():
+            train = ["benchmarks/plain_simcse.py", "--backbone", backbone, "--pooling", pooling, *CONTROL]
+            yield f"the control: plain {pooling}", [*train, "--out", model, "--overwrite"]
+        if not (repo / scores / "results.json").is_file():
+            evaluate = ["-m", "lwap", "eval", model, "--tasks", "sts", "--output", scores]
+            options = ["--precision", "bf16", "--max-seq-length", "256"]  # as the gate's cells (runner)
+            yield f"the control: eval {pooling}", [*evaluate, *options]
+
+
 def stages(backbone: str, repo: Path | None = None) -> Iterator[tuple[str, list[str]]]:
     """(what, command) in order, each read from the disk when its turn comes: the grid's commands exist
     only once the gate has written its choice."""
@@ -78,6 +99,8 @@ def stages(backbone: str, repo: Path | None = None) -> Iterator[tuple[str, list[
     choice = read_choice(backbone, repo)
     if choice is None:
         raise GateFailed(f"{choice_file(backbone, repo)}: the gate wrote no choice")
+    if not all(choice["regimes"][r]["passed"] for r in REGIMES):
+        yield from control_commands(backbone, repo)
     for command in grid_commands(backbone, choice):
         yield f"grid: {command[3]} seed {command[7]}", command
     yield "the report", ["benchmarks/compare_poolers.py", "report"]

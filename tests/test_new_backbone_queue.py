@@ -72,7 +72,10 @@ def test_a_failed_gate_stops_the_queue_before_any_grid_cell(
     monkeypatch.setattr(script, "REPO", tmp_path)
     monkeypatch.setattr(script, "run", fake_run)
     assert script.main(["--backbone", BACKBONE]) == 1
-    assert [c[0] for c in ran] == ["benchmarks/budget_probe.py"]
+    # the gate, then its control (plain PyTorch SimCSE, cls and mean, each evaluated), then no grid
+    assert [c[0] for c in ran] == ["benchmarks/budget_probe.py", *["benchmarks/plain_simcse.py", "-m"] * 2]
+    assert ran[1][ran[1].index("--lr") + 1] == "3e-4" and "--overwrite" in ran[1]
+    assert ran[2][:4] == ["-m", "lwap", "eval", "runs/plain-simcse/bert-new/cls"]
     failed = next(r for r, ok in passed.items() if not ok)
     assert f"the gate did not pass ({failed})" in capsys.readouterr().out
 
@@ -89,3 +92,22 @@ def test_the_rows_are_the_six_poolers_and_issue_37s_four_variants() -> None:
     rows = load_script().ROWS
     assert len(rows) == 10 and set(rows) <= set(ROWS)
     assert {"cls", "mean", "first_last_avg", "last2_avg", "weighted", "lwap"} <= set(rows)
+
+
+def test_the_control_matches_the_gates_first_unsupervised_budget() -> None:
+    script = load_script()
+    gate = dict(o.split("=") for o in script_budget_probe().GATE_BUDGETS["long"]["unsup"])
+    control = dict(zip(script.CONTROL[::2], script.CONTROL[1::2], strict=True))
+    assert float(control["--lr"]) == float(gate["training.learning_rate"])
+    assert control["--max-examples"] == gate["data.max_examples"]
+    config = (REPO / "configs/compare/unsup-minilm.yaml").read_text(encoding="utf-8")
+    for key, flag in [("per_device_batch_size", "--batch"), ("max_seq_length", "--max-length")]:
+        assert f"{key}: {control[flag]}" in config
+    assert f"eval_steps: {control['--eval-steps']}" in config and "temperature: 0.05" in config
+
+
+def script_budget_probe() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("budget_probe", REPO / "benchmarks" / "budget_probe.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
