@@ -12,7 +12,7 @@ keeps the CPU busy across sessions and no stage starts before the one it depends
 3. The grid under the gate's budget: the six poolers and issue 37's four variants, seed-major with the
    regimes alternating (seed 0 unsupervised, seed 0 supervised, seed 1 ...), so that a queue stopped
    anywhere leaves both regimes level.
-4. `compare_poolers.py report` (docs/RESULTS.md).
+4. `compare_poolers.py report` and `figure` (docs/RESULTS.md, the attention and geometry figures).
 
 Every stage is resumable and skipped once done (the run resumes from its checkpoint or the committed
 snapshot; `compare run` skips finished cells), so rerunning the same command picks up where it stopped.
@@ -104,6 +104,7 @@ def stages(backbone: str, repo: Path | None = None) -> Iterator[tuple[str, list[
     for command in grid_commands(backbone, choice):
         yield f"grid: {command[3]} seed {command[7]}", command
     yield "the report", ["benchmarks/compare_poolers.py", "report"]
+    yield "the figures", ["benchmarks/compare_poolers.py", "figure"]  # layer attention, geometry
 
 
 def run(command: list[str]) -> int:

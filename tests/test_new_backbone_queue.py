@@ -39,13 +39,14 @@ def test_the_stages_follow_each_other_and_the_grid_takes_the_gates_budget(tmp_pa
     assert what == "the gate" and command[-2:] == ["--rule", "gate"]
     write_choice(tmp_path, {"unsup": True, "sup": True})
     rest = list(stages)
-    grid, report = rest[:-1], rest[-1]
+    grid, report, figure = rest[:-2], rest[-2], rest[-1]
     assert [w for w, _ in grid] == [f"grid: {r} seed {s}" for s in (0, 1, 2) for r in ("unsup", "sup")]
     first = grid[0][1]
     assert first[first.index("--poolers") + 1 : first.index("--set")] == list(script.ROWS)
     assert first[first.index("--set") :] == ["--set", SETS["unsup"][0], "--set", SETS["unsup"][1]]
     assert grid[1][1][-2:] == ["--set", "training.epochs=3"]
     assert report == ("the report", ["benchmarks/compare_poolers.py", "report"])
+    assert figure == ("the figures", ["benchmarks/compare_poolers.py", "figure"])
 
 
 def test_finished_stages_are_skipped(tmp_path: Path) -> None:
