@@ -294,7 +294,13 @@ def save(a: argparse.Namespace, state: dict[str, torch.Tensor], length: int) -> 
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-    transformer = Transformer(a.backbone, max_seq_length=length)
+    transformer = Transformer(  # each of its three loads says it: never a folder's code, never a prompt
+        a.backbone,
+        max_seq_length=length,
+        model_kwargs={"trust_remote_code": False},
+        processor_kwargs={"trust_remote_code": False},
+        config_kwargs={"trust_remote_code": False},
+    )
     transformer.model.load_state_dict(state)
     hidden = transformer.model.config.hidden_size
     model = SentenceTransformer(modules=[transformer, Pooling(hidden, pooling_mode=a.pooling)], device="cpu")
