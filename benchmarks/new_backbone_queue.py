@@ -29,14 +29,20 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from lwap.compare.grid import PLANNED_SEEDS, POOLERS, backbone_name
+from lwap.compare.grid import (
+    EVAL_MAX_SEQ_LENGTH,
+    EVAL_PRECISION,
+    PLANNED_SEEDS,
+    POOLERS,
+    REGIMES,
+    backbone_name,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 BACKBONE = "benchmarks/backbones/bert-prenorm-4l256-sentences"
 # Issue 37's variants, as its pre-registration names them (docs/COMPARE.md): A, Q, AQ and AL.
 VARIANT_ROWS = ("lwap-attn", "lwap-meanq", "lwap-meanq-attn", "lwap-latent-attn")
 ROWS = (*POOLERS, *VARIANT_ROWS)
-REGIMES = ("unsup", "sup")
 # The gate's first budget, unsupervised: budget_probe.GATE_BUDGETS["long"] on unsup-minilm.yaml.
 CONTROL = ("--lr", "3e-4", "--max-examples", "64000", "--batch", "64", "--max-length", "32")
 CONTROL += ("--eval-steps", "50", "--seed", "0", "--precision", "bf16", "--temperature", "0.05")
@@ -84,7 +90,12 @@ def control_commands(backbone: str, repo: Path) -> Iterator[tuple[str, list[str]
             yield f"the control: plain {pooling}", [*train, "--out", model, "--overwrite"]
         if not (repo / scores / "results.json").is_file():
             evaluate = ["-m", "lwap", "eval", model, "--tasks", "sts", "--output", scores]
-            options = ["--precision", "bf16", "--max-seq-length", "256"]  # as the gate's cells (runner)
+            options = [
+                "--precision",
+                EVAL_PRECISION,
+                "--max-seq-length",
+                str(EVAL_MAX_SEQ_LENGTH),
+            ]  # as cells
             yield f"the control: eval {pooling}", [*evaluate, *options]
 
 
@@ -94,9 +105,10 @@ def stages(backbone: str, repo: Path | None = None) -> Iterator[tuple[str, list[
     repo = repo or REPO
     if not (repo / backbone / "SOURCE.md").is_file():
         yield "the long MLM run", ["bash", "benchmarks/pretrain_long_run.sh"]
-    if read_choice(backbone, repo) is None or read_choice(backbone, repo).get("rule") != "gate":
-        yield "the gate", ["benchmarks/budget_probe.py", "--backbone", backbone, "--rule", "gate"]
     choice = read_choice(backbone, repo)
+    if choice is None or choice.get("rule") != "gate":
+        yield "the gate", ["benchmarks/budget_probe.py", "--backbone", backbone, "--rule", "gate"]
+        choice = read_choice(backbone, repo)  # what the gate just wrote
     if choice is None:
         raise GateFailed(f"{choice_file(backbone, repo)}: the gate wrote no choice")
     if not all(choice["regimes"][r]["passed"] for r in REGIMES):
