@@ -28,7 +28,7 @@ from lwap.compare.grid import (
     backbones,
 )
 from lwap.compare.overview import lwap_against_cls
-from lwap.compare.prose import BACKBONE_NOTES, Wording, header, user_wording
+from lwap.compare.prose import BACKBONE_NOTES, Wording, backbone_title, header, user_wording
 from lwap.compare.reruns import rerun_section
 from lwap.compare.summaries import dev_from_the_backbone, scifact_cls_against_mean
 from lwap.compare.verdicts import (
@@ -175,9 +175,10 @@ def backbone_sections(grid: Grid, backbone: str, wording: Wording) -> list[str]:
         for path in (grid.reference_file(backbone, p) for p in UNTOUCHED_POOLINGS[1:])
         if path.exists()
     ]
-    title = "" if backbone == BACKBONE else f"{backbone_name(backbone)}: "
+    name = backbone_title(backbone_name(backbone), wording)
+    title = "" if backbone == BACKBONE else f"{name}: "
     note = BACKBONE_NOTES.get(backbone_name(backbone)) if wording.repository else None
-    lines = [*([f"## {backbone_name(backbone)}: the backbone", "", note, ""] if note else [])]
+    lines = [*([f"## {name}: the backbone", "", note, ""] if note else [])]
     for regime in REGIMES:
         lines += [f"## {title}{REGIME_TITLES[regime]}", ""]
         lines += regime_section(grid, backbone, regime, reference, others, wording)
