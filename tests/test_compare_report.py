@@ -63,9 +63,13 @@ def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> No
     assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
     assert "SciFact nDCG@10: `lwap` − `cls` = +0.00 (within the seed spread; p = 1.000)" in text
     above = "+5.00: **above** (p < 0.01)"
-    overview = f"| all-MiniLM-L6-v2 | unsupervised | 3/3 | {above} | {above} |"
+    overview = f"| all-MiniLM-L6-v2 | unsupervised | `cls` | 3/3 | {above} | {above} |"
     assert overview + " +0.00: level (p = 1.00) |" in text  # the table of every backbone, first
     assert text.index(overview) < text.index("## Unsupervised SimCSE")
+    level = "+0.00: level (p = 1.00)"  # then against the best mean-based pooler, here `mean` (2 seeds)
+    scifact = "+0.50: level (p = 0.56)"
+    against_mean = f"| all-MiniLM-L6-v2 | unsupervised | `mean` | 3/2 | {level} | {level} | {scifact} |"
+    assert against_mean in text and text.index(overview) < text.index(against_mean)
     assert "`lwap` − `mean` = +0.00 (within the seed spread" in text
     assert "_No cells of the `sup` regime yet._" in text
     write_cell(tmp_path / "cells/unsup", "weighted", 0, 70.0, 50.0)  # one seed: no spread to judge by
