@@ -20,6 +20,7 @@ _EXPORTS = {
     "find_lwap": "lwap.model",
     "load_model": "lwap.model",
     "LayerMean": "lwap.layer_mean",
+    "NormalizeHiddenStates": "lwap.hidden_state_norm",
     "TrainingOnlyMLP": "lwap.training_only_mlp",
     "LayerwiseAttentionPooling": "lwap.layerwise_attention",
 }
@@ -28,6 +29,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on first use
     from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone  # noqa: F401
     from lwap.errors import LwapError  # noqa: F401
+    from lwap.hidden_state_norm import NormalizeHiddenStates  # noqa: F401
     from lwap.layer_mean import LayerMean  # noqa: F401
     from lwap.layerwise_attention import LayerwiseAttentionPooling  # noqa: F401
     from lwap.model import build_model, find_lwap, load_model  # noqa: F401

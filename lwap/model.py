@@ -18,8 +18,13 @@ from lwap import model_folder, portable, registry
 from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone, transformer_kwargs
 from lwap.errors import BackboneNotFoundError, DataError, ModelLoadError
 from lwap.files import read_json
+from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.worker_pickling import keep_hidden_states_in_workers
+
+# Backbones whose intermediate hidden states are the raw residual stream (pre-LayerNorm), known to
+# transformers by these model types: a pooler reading several layers gets them layer-normed first.
+PRE_LAYER_NORM_TYPES = frozenset({"roberta-prelayernorm"})
 
 
 def build_model(
@@ -63,13 +68,22 @@ def build_model(
         transformer.model.config.num_hidden_layers,
         str(given) if given.is_dir() else source,
     )
-    heads = pooler.head(shape, options)
+    heads = [*hidden_state_norm(transformer.model.config, pooler.hidden_states), *pooler.head(shape, options)]
     # saves self-contained; the trainer reloads its best checkpoint with the model's trust_remote_code
     model = portable.SentenceTransformer(
         modules=[transformer, *heads], device=device, trust_remote_code=trust_remote_code
     )
     keep_hidden_states_in_workers(model)  # the weighted pooler has no lwap module to do it
     return model
+
+
+def hidden_state_norm(config: Any, reads_layers: bool) -> list[NormalizeHiddenStates]:
+    """The module that layer-norms a pre-LayerNorm backbone's raw intermediate hidden states (1 .. L-1;
+    the embedding output and the last layer are normalised already) when the pooler reads several layers;
+    none otherwise. lwap.hidden_state_norm says why."""
+    if not reads_layers or getattr(config, "model_type", None) not in PRE_LAYER_NORM_TYPES:
+        return []
+    return [NormalizeHiddenStates(list(range(1, config.num_hidden_layers)), config.layer_norm_eps)]
 
 
 def freeze_unused_pooler(backbone: Any) -> bool:

@@ -33,11 +33,17 @@ from transformers.dynamic_module_utils import get_relative_import_files
 
 from lwap.errors import DataError, ModelLoadError
 from lwap.files import read_json, write_text_atomically
+from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layer_mean import LayerMean
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.training_only_mlp import TrainingOnlyMLP
 
-MODULE_CLASSES: tuple[type, ...] = (LayerwiseAttentionPooling, LayerMean, TrainingOnlyMLP)
+MODULE_CLASSES: tuple[type, ...] = (
+    LayerwiseAttentionPooling,
+    LayerMean,
+    TrainingOnlyMLP,
+    NormalizeHiddenStates,
+)
 # how folders saved before the self-contained layout name them: import path, and the old module homes
 IMPORT_PATH_TYPES: dict[str, type] = {
     **{f"{cls.__module__}.{cls.__name__}": cls for cls in MODULE_CLASSES},
