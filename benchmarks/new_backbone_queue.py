@@ -4,18 +4,15 @@ keeps the CPU busy across sessions and no stage starts before the one it depends
     nohup python benchmarks/new_backbone_queue.py >> runs/queue.log 2>&1 &     # --dry-run: what is left
 
 1. The long run (`bash benchmarks/pretrain_long_run.sh`) until it exports the backbone with its SOURCE.md.
-2. The untouched rows on every task (`compare_poolers.py run --untouched-only`: last [CLS], mean and
-   first-last average, the seven STS tasks and SciFact), the grid's own reference rows, measured whether
-   or not a grid follows (the gate itself evaluates STS only).
-3. The gate (`budget_probe.py --rule gate`, its budgets and margins fixed before the backbone existed).
+2. The gate (`budget_probe.py --rule gate`, its budgets and margins fixed before the backbone existed).
    If a regime fails, the queue runs the control, unsupervised SimCSE in plain PyTorch
    (`benchmarks/plain_simcse.py`, `cls` and `mean`, seed 0, the gate's first budget) evaluated as the
    gate's cells are, so the lwap cells of that budget have their plain twins (backbone or trainer?),
    and stops there: no grid hours until the cause is found.
-4. The grid under the gate's budget: the six poolers and issue 37's four variants, seed-major with the
+3. The grid under the gate's budget: the six poolers and issue 37's four variants, seed-major with the
    regimes alternating (seed 0 unsupervised, seed 0 supervised, seed 1 ...), so that a queue stopped
    anywhere leaves both regimes level.
-5. `compare_poolers.py report` and `figure` (docs/RESULTS.md, the attention and geometry figures).
+4. `compare_poolers.py report` and `figure` (docs/RESULTS.md, the attention and geometry figures).
 
 Every stage is resumable and skipped once done (the run resumes from its checkpoint or the committed
 snapshot; `compare run` skips finished cells), so rerunning the same command picks up where it stopped.
@@ -38,8 +35,6 @@ from lwap.compare.grid import (
     PLANNED_SEEDS,
     POOLERS,
     REGIMES,
-    UNTOUCHED_POOLINGS,
-    Grid,
     backbone_name,
 )
 
@@ -110,10 +105,6 @@ def stages(backbone: str, repo: Path | None = None) -> Iterator[tuple[str, list[
     repo = repo or REPO
     if not (repo / backbone / "SOURCE.md").is_file():
         yield "the long MLM run", ["bash", "benchmarks/pretrain_long_run.sh"]
-    grid = Grid(repo / "benchmarks/results/compare", repo / "outputs/compare")
-    if not all(grid.reference_file(backbone, p).is_file() for p in UNTOUCHED_POOLINGS):
-        untouched = ["benchmarks/compare_poolers.py", "run", "--regime", "unsup", "--backbone", backbone]
-        yield "the untouched rows", [*untouched, "--untouched-only"]
     choice = read_choice(backbone, repo)
     if choice is None or choice.get("rule") != "gate":
         yield "the gate", ["benchmarks/budget_probe.py", "--backbone", backbone, "--rule", "gate"]

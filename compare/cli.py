@@ -56,16 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser, results: str = DEFAULT_RESULT
         default="all",
         help="evaluate on all tasks (default) or the 7 STS tasks only (no SciFact; recorded in the cell)",
     )
-    untouched = run.add_mutually_exclusive_group()
-    untouched.add_argument(
-        "--no-untouched", action="store_true", help="skip the untouched-backbone reference rows"
-    )
-    untouched.add_argument(
-        "--untouched-only",
-        action="store_true",
-        help="only the untouched-backbone reference rows, every task (no training): a backbone's baseline "
-        "before any budget is chosen for it",
-    )
+    run.add_argument("--no-untouched", action="store_true", help="skip the untouched-backbone reference rows")
     report = commands.add_parser("report", help="write the comparison as Markdown from the cell files")
     report.add_argument(
         "--results", default=results, help=f"the folder of the cell files (default: ./{results})"
@@ -123,12 +114,9 @@ def run(args: argparse.Namespace, wording: Wording | None = None) -> int:
     grid = grid_of(args)
     command = args.compare_command
     if command == "run":
-        from lwap.compare.runner import run_grid, run_reference
+        from lwap.compare.runner import run_grid
 
         check_run_arguments(args)
-        if args.untouched_only:
-            run_reference(grid, args.backbone)
-            return 0
         run_grid(
             grid,
             args.backbone,

