@@ -135,10 +135,18 @@ def probe(
                 chosen[regime] = (label, passed)
                 break
     header = ", ".join(f"`{p}` {v:.2f}" for p, v in before.items())
+    untouched = [read(reference.reference_file(backbone, p))["scores"] for p in UNTOUCHED_POOLINGS]
+    scifact = [s.get("scifact_ndcg@10") for s in untouched]  # evaluated with them, not part of the rule
+    retrieval = ", ".join(f"`{p}` {v:.2f}" for p, v in zip(UNTOUCHED_POOLINGS, scifact, strict=True))
     margins = " / ".join(f"{m:g} ({r})" for r, m in rule.margins.items())
     bar = " and ".join(f"`{p}`" for p in rule.must_pass) + f" ≥ every untouched row + {margins}"
     return [
         f"Untouched rows, Avg. (all): {header}.",
+        *(
+            [f"Untouched rows, SciFact nDCG@10 (not part of the rule): {retrieval}."]
+            if None not in scifact
+            else []
+        ),
         "",
         f"| regime | budget | --set | trained `cls` | trained `mean` | {bar} |",
         "| --- | --- | --- | --- | --- | --- |",
