@@ -506,8 +506,8 @@ heads, feed-forward {c.intermediate_size}, {params:.1f} M parameters, position t
 {c.max_position_embeddings}; random initialisation, bert-base-uncased WordPiece vocabulary (from \
 all-MiniLM-L6-v2). Weights stored in bf16 ({megabytes:.1f} MB folder); they load as fp32.
 - Objective: MLM only (15% of tokens: 80% [MASK], 10% random, 10% kept), no sentence-level objective.
-- Training: {state["global_step"]}/{a.max_steps} steps of {a.batch} rows x {a.seq_len} tokens (sentences \
-packed `[CLS] s1 [SEP] s2 [SEP] ...`), {state["num_input_tokens_seen"]:,} tokens seen; AdamW lr {a.lr} \
+- Training: {state["global_step"]}/{a.max_steps} steps of {a.batch} rows x {rows_text(a)}, \
+{state["num_input_tokens_seen"]:,} tokens seen; AdamW lr {a.lr} \
 (β2 0.98, wd 0.01), {a.warmup} warm-up steps, then linear decay; gradient clipping {a.clip or "none"}; \
 dropout {a.dropout} in pretraining (0.1 in the exported config); {"fp32" if a.no_bf16 else "bf16 autocast"}; \
 seed {a.seed}; {hours:.2f} h of training ({cpu_hours:.2f} CPU-hours) in {len(slices)} slice(s) on \
@@ -520,7 +520,22 @@ frequency alone (a unigram model, no context) scores {run["unigram_loss"]:.4f} o
   (mean pooling, its default for a plain encoder) and `lwap.build_model(this_folder, pooling=...)` load it.
   Its pooler layer (`pooler.dense`) is random and never trained: MLM does not use it, nor does lwap.
 - Data (Wikipedia sentences; every evaluation sentence removed): `{json.dumps(run["data"])}`
+{PRENORM_NOTE if a.arch == "prenorm" else ""}"""
+
+
+PRENORM_NOTE = """\
+- Pre-LayerNorm: `output_hidden_states` gives layers 1 .. L-1 as the raw residual stream (only the last
+  passes the final LayerNorm), on a much larger scale than the last; lwap layer-norms them before any
+  pooler that reads several layers (docs/TRAINING.md, "Pre-LayerNorm backbones").
 """
+
+
+def rows_text(a: argparse.Namespace) -> str:
+    """How the rows were made, for SOURCE.md."""
+    if a.rows == "packed":
+        return f"{a.seq_len} tokens (sentences packed `[CLS] s1 [SEP] s2 [SEP] ...`)"
+    like = ", in batches of like length" if a.group_by_length else ""
+    return f"up to {a.seq_len} tokens (one sentence a row, `[CLS] s [SEP]`{like})"
 
 
 ARCH_NAMES = {"bert": "BERT (post-LayerNorm)", "prenorm": "pre-LayerNorm encoder (RobertaPreLayerNorm)"}

@@ -112,6 +112,7 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
     backbone = tmp_path / "backbone"
     source = (backbone / "SOURCE.md").read_text()
     assert "8/8 steps" in source and "perplexity" in source and "--max-minutes" not in source
+    assert "(sentences packed `[CLS] s1 [SEP] s2 [SEP] ...`)" in source  # the default rows
     assert re.search(r"\(\d+\.\d\d CPU-hours\)", source)
     unigram = float(re.search(r"a unigram model, no context\) scores (\d+\.\d+)", source).group(1))
     assert math.log(32) < unigram < math.log(len(script.load_tokenizer()))  # skewed, below uniform
@@ -168,6 +169,7 @@ def test_a_fresh_machine_resumes_from_the_committed_snapshot(tmp_path: Path, wik
     script = load_script()
     snapshot = tmp_path / "snapshot"
     extra = ("--snapshot-dir", str(snapshot), "--rewarm", "2")
+    extra += ("--arch", "prenorm", "--rows", "sentence", "--group-by-length")  # the long run's shape
     assert script.main(options(tmp_path, wiki, *extra, "--max-minutes", "0")) == 0  # one step, then a save
     assert script.read_state(snapshot)["global_step"] == 1 and not (snapshot / "optimizer.pt").exists()
     assert json.loads((snapshot / "run.json").read_text())["slices"][0]["to_step"] == 1
@@ -181,7 +183,13 @@ def test_a_fresh_machine_resumes_from_the_committed_snapshot(tmp_path: Path, wik
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["rewarmed_at"] == 1 and [s["to_step"] for s in run["slices"]] == [1, 8]
     assert script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"] == 8
-    assert (tmp_path / "backbone" / "SOURCE.md").is_file()
+    source = (tmp_path / "backbone" / "SOURCE.md").read_text()
+    assert "pre-LayerNorm encoder (RobertaPreLayerNorm)" in source and "lwap layer-norms them" in source
+    assert "(one sentence a row, `[CLS] s [SEP]`, in batches of like length)" in source
+    from lwap import build_model
+
+    layers = [type(m).__name__ for m in build_model(str(tmp_path / "backbone"), pooling="last2_avg")]
+    assert layers[:3] == ["Transformer", "NormalizeHiddenStates", "LayerMean"]
 
 
 def test_rewarmed_schedule_continues_the_linear_one() -> None:
@@ -211,3 +219,8 @@ def test_one_sentence_a_row(tmp_path: Path, wiki: Path) -> None:
     assert all((r["input_ids"] == tokenizer.sep_token_id).sum() == 1 for r in rows)
     assert all(len(r["input_ids"]) <= 64 for r in rows)
     assert [p.name for p in (tmp_path / "run").glob("*.npz")] == ["data-64-all-40-sentence-wiki.npz"]
+    # and SOURCE.md says so (the long run's rows are not packed)
+    grouped = script.parse_args(options(tmp_path, wiki, "--rows", "sentence", "--group-by-length"))
+    assert script.rows_text(grouped).endswith(
+        "(one sentence a row, `[CLS] s [SEP]`, in batches of like length)"
+    )
