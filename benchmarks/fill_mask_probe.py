@@ -2,7 +2,7 @@
 the words around it give away. A model on the unigram plateau answers the same frequent tokens ("the",
 ",", ".") whatever the sentence; the held-out loss says how far it is from that, this says what it means.
 
-    python benchmarks/fill_mask_probe.py runs/pretrain/bert-prenorm-4l256-sentences/checkpoint-31362  # has the MLM head
+    python benchmarks/fill_mask_probe.py runs/pretrain/bert-prenorm-4l256-sentences/checkpoint-31362
 
 FOLDER: a pretraining checkpoint or the resume snapshot (pretrain_mlm.py); they keep the MLM head. An
 exported backbone has none (a plain encoder), so it is refused. Prints a Markdown table (docs/PRETRAIN.md).
