@@ -113,10 +113,8 @@ def probe(
     for regime in ("unsup", "sup"):
         for i, label in enumerate(rule.budgets):
             run_budget(backbone, regime, label, results, work, (regime, i) == ("unsup", 0), rule)
-            before = {
-                p: read(reference.reference_file(backbone, p))["scores"]["avg_all"]
-                for p in UNTOUCHED_POOLINGS
-            }
+            untouched = {p: read(reference.reference_file(backbone, p))["scores"] for p in UNTOUCHED_POOLINGS}
+            before = {p: scores["avg_all"] for p, scores in untouched.items()}
             grid = Grid(results / label, work / label)
             trained = {
                 p: read(grid.cell_file(backbone, regime, p, 0))["scores"]["avg_all"] for p in ("cls", "mean")
@@ -135,9 +133,8 @@ def probe(
                 chosen[regime] = (label, passed)
                 break
     header = ", ".join(f"`{p}` {v:.2f}" for p, v in before.items())
-    untouched = [read(reference.reference_file(backbone, p))["scores"] for p in UNTOUCHED_POOLINGS]
-    scifact = [s.get("scifact_ndcg@10") for s in untouched]  # evaluated with them, not part of the rule
-    retrieval = ", ".join(f"`{p}` {v:.2f}" for p, v in zip(UNTOUCHED_POOLINGS, scifact, strict=True))
+    scifact = {p: scores.get("scifact_ndcg@10") for p, scores in untouched.items()}  # not part of the rule
+    retrieval = ", ".join(f"`{p}` {v:.2f}" for p, v in scifact.items())
     margins = " / ".join(f"{m:g} ({r})" for r, m in rule.margins.items())
     bar = " and ".join(f"`{p}`" for p in rule.must_pass) + f" ≥ every untouched row + {margins}"
     return [
