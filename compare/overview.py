@@ -5,6 +5,7 @@ of `lwap` against the best mean-based pooler of each grid, the comparison `lwap`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lwap.compare.cells import load_cells
@@ -13,6 +14,7 @@ from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name
 from lwap.compare.verdicts import HEADLINE, gap
 
 Cells = dict[str, list[dict[str, Any]]]
+Grids = list[tuple[str, str, Cells]]  # (backbone, regime, its cells), each grid loaded once
 
 
 def verdict_cell(cells: Cells, key: str, other_row: str = "cls") -> str:
@@ -26,19 +28,20 @@ def verdict_cell(cells: Cells, key: str, other_row: str = "cls") -> str:
     return f"{g.delta:+.2f}: {word} (p {'< 0.01' if g.p < 0.01 else f'= {g.p:.2f}'})"
 
 
-def rows_against(grid: Grid, found: list[str], pick: Any) -> list[str]:
+def load_grids(grid: Grid, found: list[str]) -> Grids:
+    return [(b, r, load_cells(grid.cells_dir(b) / r)) for b in found for r in REGIMES]
+
+
+def rows_against(grids: Grids, pick: Callable[[Cells], str | None]) -> list[str]:
     """One row per backbone × regime whose grid has `lwap` and the row `pick(cells)` names."""
     rows = []
-    for backbone in found:
-        for regime in REGIMES:
-            cells = load_cells(grid.cells_dir(backbone) / regime)
-            other = pick(cells)
-            if "lwap" in cells and other in cells:
-                seeds = f"{len(cells['lwap'])}/{len(cells[other])}"
-                scores = " | ".join(verdict_cell(cells, key, other) for key, _ in HEADLINE)
-                rows.append(
-                    f"| {backbone_name(backbone)} | {REGIME_WORDS[regime]} | `{other}` | {seeds} | {scores} |"
-                )
+    for backbone, regime, cells in grids:
+        other = pick(cells)
+        if "lwap" in cells and other in cells:
+            seeds = f"{len(cells['lwap'])}/{len(cells[other])}"
+            scores = " | ".join(verdict_cell(cells, key, other) for key, _ in HEADLINE)
+            row = f"| {backbone_name(backbone)} | {REGIME_WORDS[regime]} | `{other}` | {seeds} | {scores} |"
+            rows.append(row)
     return rows
 
 
@@ -58,8 +61,9 @@ def table(title: str, words: list[str], rows: list[str]) -> list[str]:
     ]
 
 
-def lwap_against_cls(grid: Grid, found: list[str]) -> list[str]:
+def overview_tables(grid: Grid, found: list[str]) -> list[str]:
     """Both overview tables: `lwap` against `cls`, then against the best mean-based pooler."""
+    grids = load_grids(grid, found)
     return [
         *table(
             "## Does `lwap` beat `cls`? Every backbone",
@@ -68,7 +72,7 @@ def lwap_against_cls(grid: Grid, found: list[str]) -> list[str]:
                 "two seed standard deviations summed, else level; p from Welch's t-test. Each backbone's",
                 "section below has the cells, the other poolers and the budget.",
             ],
-            rows_against(grid, found, lambda cells: "cls"),
+            rows_against(grids, lambda cells: "cls"),
         ),
         *table(
             "## Does `lwap` beat the best mean-based pooler? Every backbone",
@@ -76,6 +80,6 @@ def lwap_against_cls(grid: Grid, found: list[str]) -> list[str]:
                 "`lwap` − the best of `mean`, `first_last_avg` and `last2_avg` on Avg. (all) in each grid",
                 "(named in the row), read as the table above.",
             ],
-            rows_against(grid, found, best_mean_based),
+            rows_against(grids, best_mean_based),
         ),
     ]

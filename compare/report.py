@@ -27,7 +27,7 @@ from lwap.compare.grid import (
     backbone_name,
     backbones,
 )
-from lwap.compare.overview import lwap_against_cls
+from lwap.compare.overview import overview_tables
 from lwap.compare.prose import BACKBONE_NOTES, Wording, backbone_title, header, user_wording
 from lwap.compare.reruns import rerun_section
 from lwap.compare.summaries import dev_from_the_backbone, scifact_cls_against_mean
@@ -193,7 +193,7 @@ def report_text(results: Path, wording: Wording | None = None) -> str:
     others = [f"`{b}`" for b in found if b != BACKBONE]
     text = [
         *header(wording, others),
-        *lwap_against_cls(grid, found),
+        *overview_tables(grid, found),
         *(line for backbone in found for line in backbone_sections(grid, backbone, wording)),
         *attention_section(grid, found, wording),
         *geometry_section(results, wording),
