@@ -8,7 +8,9 @@ keeps the CPU busy across sessions and no stage starts before the one it depends
    If a regime fails, the queue runs the control, unsupervised SimCSE in plain PyTorch
    (`benchmarks/plain_simcse.py`, `cls` and `mean`, seed 0, the gate's first budget) evaluated as the
    gate's cells are, so the lwap cells of that budget have their plain twins (backbone or trainer?),
-   and stops there: no grid hours until the cause is found.
+   then the diagnosis (plain loop, the same budget with one setting changed: SimCSE's own rate 3e-5,
+   then a gentler dropout 0.05; docs/COMPARE.md pre-registers them and how each is read), and stops
+   there: no grid hours until the cause is found.
 3. The grid under the gate's budget: the six poolers and issue 37's four variants, seed-major with the
    regimes alternating (seed 0 unsupervised, seed 0 supervised, seed 1 ...), so that a queue stopped
    anywhere leaves both regimes level.
@@ -46,6 +48,11 @@ ROWS = (*POOLERS, *VARIANT_ROWS)
 # The gate's first budget, unsupervised: budget_probe.GATE_BUDGETS["long"] on unsup-minilm.yaml.
 CONTROL = ("--lr", "3e-4", "--max-examples", "64000", "--batch", "64", "--max-length", "32")
 CONTROL += ("--eval-steps", "50", "--seed", "0", "--precision", "bf16", "--temperature", "0.05")
+# After a failed gate, the control with one setting changed (docs/COMPARE.md, "Diagnosis if the gate
+# fails"): SimCSE's bert-base rate, at which lwap's trainer raised the MLM proxy's `mean` by 7 points; and
+# half SimCSE's dropout, for a backbone pretrained without dropout whose last [CLS] cannot tell two
+# masks of one sentence from two sentences at 0.1.
+DIAGNOSES = {"lr3e-5": ("--lr", "3e-5"), "dropout0.05": ("--dropout", "0.05")}
 
 
 class GateFailed(Exception):
@@ -78,16 +85,28 @@ def grid_commands(backbone: str, choice: dict, seeds: tuple[int, ...] = PLANNED_
     return commands
 
 
-def control_commands(backbone: str, repo: Path) -> Iterator[tuple[str, list[str]]]:
+def plain_commands(
+    backbone: str, repo: Path, label: str, extra: tuple[str, ...] = ()
+) -> Iterator[tuple[str, list[str]]]:
     """Plain PyTorch SimCSE at the gate's first budget (unsupervised `long`: lr 3e-4, 64,000 sentences,
-    batch 64, length 32, STS-B dev every 50 steps) and its evaluation, each skipped once done."""
+    batch 64, length 32, STS-B dev every 50 steps), `extra` options over it, and its evaluation, for `cls`
+    and `mean`; each skipped once done. `label` names the folders: `plain-simcse` is the control."""
     name = backbone_name(backbone)
     for pooling in ("cls", "mean"):
-        model = f"runs/plain-simcse/{name}/{pooling}"
-        scores = f"benchmarks/results/compare/budget/{name}/plain-simcse/{pooling}"
+        model = f"runs/{label}/{name}/{pooling}"
+        scores = f"benchmarks/results/compare/budget/{name}/{label}/{pooling}"
+        what = "the control" if label == "plain-simcse" else f"the diagnosis {label}"
         if not (repo / model / "plain_simcse.json").is_file():
-            train = ["benchmarks/plain_simcse.py", "--backbone", backbone, "--pooling", pooling, *CONTROL]
-            yield f"the control: plain {pooling}", [*train, "--out", model, "--overwrite"]
+            train = [
+                "benchmarks/plain_simcse.py",
+                "--backbone",
+                backbone,
+                "--pooling",
+                pooling,
+                *CONTROL,
+                *extra,
+            ]
+            yield f"{what}: plain {pooling}", [*train, "--out", model, "--overwrite"]
         if not (repo / scores / "results.json").is_file():
             evaluate = ["-m", "lwap", "eval", model, "--tasks", "sts", "--output", scores]
             options = [
@@ -96,7 +115,14 @@ def control_commands(backbone: str, repo: Path) -> Iterator[tuple[str, list[str]
                 "--max-seq-length",
                 str(EVAL_MAX_SEQ_LENGTH),
             ]  # as cells
-            yield f"the control: eval {pooling}", [*evaluate, *options]
+            yield f"{what}: eval {pooling}", [*evaluate, *options]
+
+
+def control_commands(backbone: str, repo: Path) -> Iterator[tuple[str, list[str]]]:
+    """The control, then each diagnosis (`DIAGNOSES`: the control with one setting changed)."""
+    yield from plain_commands(backbone, repo, "plain-simcse")
+    for label, extra in DIAGNOSES.items():
+        yield from plain_commands(backbone, repo, f"diagnosis/{label}", extra)
 
 
 def stages(backbone: str, repo: Path | None = None) -> Iterator[tuple[str, list[str]]]:

@@ -78,6 +78,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--temperature", type=float, default=0.05)
+    p.add_argument("--dropout", type=float, default=None, help="the backbone's hidden and attention dropout "
+                   "in training, SimCSE's noise (default: its config's)")  # fmt: skip
     p.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--eval-steps", type=int, default=50, help="STS-B dev every N steps; 0: keep the last")
@@ -111,6 +113,8 @@ def check_args(a: argparse.Namespace) -> None:
         raise UsageError(f"--max-examples ({a.max_examples}) is smaller than --batch ({a.batch}): no step")
     if a.eval_steps < 0 or a.temperature <= 0 or a.lr <= 0:
         raise UsageError("--eval-steps must be >= 0, --temperature and --lr > 0")
+    if a.dropout is not None and not 0 <= a.dropout < 1:
+        raise UsageError(f"--dropout must be in [0, 1), not {a.dropout}")
     out = Path(a.out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not a.overwrite)):
         raise UsageError(f"--out: {out} exists and is not an empty folder (--overwrite to write into it)")
@@ -169,12 +173,18 @@ def pick_device(choice: str) -> torch.device:
     return torch.device(choice)
 
 
-def load_backbone(path: str) -> tuple[Any, Any]:
+def load_backbone(path: str, dropout: float | None = None) -> tuple[Any, Any]:
+    """`dropout`: both of the config's dropout rates set to it (BERT's and RoBERTa's names), else kept."""
+    rates = (
+        {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    )
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             path, local_files_only=True, trust_remote_code=False
         )
-        model = transformers.AutoModel.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+        model = transformers.AutoModel.from_pretrained(
+            path, local_files_only=True, trust_remote_code=False, **rates
+        )
     except (OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UsageError(f"--backbone: cannot load {path}: {first}") from error
@@ -319,7 +329,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         )
     dev = read_stsb(dev_file)
     torch.manual_seed(a.seed)
-    model, tokenizer = load_backbone(a.backbone)
+    model, tokenizer = load_backbone(a.backbone, a.dropout)
     hidden = model.config.hidden_size
     mlp = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()) if a.pooling == "cls" else None
     model.to(device)
@@ -341,6 +351,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         "best_spearman": result["best"]["spearman"],
         "final_loss": result["losses"][-1],
         "inference_max_seq_length": result["length"],
+        "training_dropout": [model.config.hidden_dropout_prob, model.config.attention_probs_dropout_prob],
         "device": str(device),
         "wall_seconds": round(wall, 2),
         "torch": torch.__version__,

@@ -73,10 +73,20 @@ def test_a_failed_gate_stops_the_queue_before_any_grid_cell(
     monkeypatch.setattr(script, "REPO", tmp_path)
     monkeypatch.setattr(script, "run", fake_run)
     assert script.main(["--backbone", BACKBONE]) == 1
-    # the gate, then its control (plain PyTorch SimCSE, cls and mean, each evaluated), then no grid
-    assert [c[0] for c in ran] == ["benchmarks/budget_probe.py", *["benchmarks/plain_simcse.py", "-m"] * 2]
+    # the gate, then its control (plain PyTorch SimCSE, cls and mean, each evaluated), then the two
+    # diagnoses (the same with one setting changed), then no grid
+    assert [c[0] for c in ran] == ["benchmarks/budget_probe.py", *["benchmarks/plain_simcse.py", "-m"] * 6]
     assert ran[1][ran[1].index("--lr") + 1] == "3e-4" and "--overwrite" in ran[1]
     assert ran[2][:4] == ["-m", "lwap", "eval", "runs/plain-simcse/bert-new/cls"]
+    lr_diagnosis, dropout_diagnosis = ran[5], ran[9]
+    assert (
+        lr_diagnosis[len(lr_diagnosis) - 1 - lr_diagnosis[::-1].index("--lr") + 1] == "3e-5"
+    )  # the last wins
+    assert dropout_diagnosis[dropout_diagnosis.index("--dropout") + 1] == "0.05"
+    assert (
+        dropout_diagnosis[dropout_diagnosis.index("--out") + 1] == "runs/diagnosis/dropout0.05/bert-new/cls"
+    )
+    assert ran[10][ran[10].index("--output") + 1].endswith("budget/bert-new/diagnosis/dropout0.05/cls")
     failed = next(r for r, ok in passed.items() if not ok)
     assert f"the gate did not pass ({failed})" in capsys.readouterr().out
 

@@ -85,6 +85,19 @@ def test_a_short_run_saves_a_loadable_model_and_its_dev_curve(
     assert any(not torch.equal(saved[k], start[k]) for k in start if k in saved)  # training moved weights
 
 
+def test_dropout_sets_both_rates_in_training_and_the_saved_config_keeps_the_backbones(
+    tmp_path: Path, backbone: Path, files: tuple[Path, Path]
+) -> None:
+    out = tmp_path / "out"
+    argv = [*options(backbone, *files, out, "--pooling", "mean", "--dropout", "0.03"), "--max-examples", "32"]
+    assert load_script().main(argv) == 0
+    record = json.loads((out / "plain_simcse.json").read_text(encoding="utf-8"))
+    assert record["training_dropout"] == [0.03, 0.03] and record["args"]["dropout"] == 0.03
+    assert json.loads((backbone / "config.json").read_text())["hidden_dropout_prob"] != 0.03
+    model, _ = load_script().load_backbone(str(backbone))
+    assert model.config.hidden_dropout_prob != 0.03  # without --dropout: the backbone's own
+
+
 def test_info_nce_is_log_batch_when_nothing_differs_and_near_zero_when_pairs_separate() -> None:
     info_nce = load_script().info_nce
     same = torch.ones(8, 4)
@@ -120,6 +133,7 @@ def test_a_missing_backbone_folder_is_one_line_and_exit_2(tmp_path: Path, files:
     [
         ({"--train": "missing.txt.gz"}, "--train: no such file"),
         ({"--max-examples": "8"}, "smaller than --batch"),
+        ({"--dropout": "1.0"}, "--dropout must be in [0, 1)"),
     ],
 )
 def test_other_mistakes_are_one_line_and_exit_2(
@@ -130,7 +144,7 @@ def test_other_mistakes_are_one_line_and_exit_2(
     change: dict[str, str],
     message: str,
 ) -> None:
-    argv = [*options(backbone, *files, tmp_path / "out"), "--pooling", "mean"]
+    argv = [*options(backbone, *files, tmp_path / "out"), "--pooling", "mean", "--dropout", "0.1"]
     for flag, value in change.items():
         argv[argv.index(flag) + 1] = str(tmp_path / value) if flag == "--train" else value
     assert load_script().main(argv) == 2
