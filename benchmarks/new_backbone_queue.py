@@ -119,10 +119,12 @@ def plain_commands(
 
 
 def control_commands(backbone: str, repo: Path) -> Iterator[tuple[str, list[str]]]:
-    """The control, then each diagnosis (`DIAGNOSES`: the control with one setting changed)."""
+    """The control, then each diagnosis (`DIAGNOSES`: the control with one setting changed), then their
+    table beside lwap's cells (budget/NAME/DIAGNOSIS.md)."""
     yield from plain_commands(backbone, repo, "plain-simcse")
     for label, extra in DIAGNOSES.items():
         yield from plain_commands(backbone, repo, f"diagnosis/{label}", extra)
+    yield "the diagnosis table", ["benchmarks/gate_diagnosis.py", "--backbone", backbone]
 
 
 def stages(backbone: str, repo: Path | None = None) -> Iterator[tuple[str, list[str]]]:

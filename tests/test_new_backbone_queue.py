@@ -74,8 +74,9 @@ def test_a_failed_gate_stops_the_queue_before_any_grid_cell(
     monkeypatch.setattr(script, "run", fake_run)
     assert script.main(["--backbone", BACKBONE]) == 1
     # the gate, then its control (plain PyTorch SimCSE, cls and mean, each evaluated), then the two
-    # diagnoses (the same with one setting changed), then no grid
-    assert [c[0] for c in ran] == ["benchmarks/budget_probe.py", *["benchmarks/plain_simcse.py", "-m"] * 6]
+    # diagnoses (the same with one setting changed), their table, then no grid
+    plain = ["benchmarks/plain_simcse.py", "-m"] * 6
+    assert [c[0] for c in ran] == ["benchmarks/budget_probe.py", *plain, "benchmarks/gate_diagnosis.py"]
     assert ran[1][ran[1].index("--lr") + 1] == "3e-4" and "--overwrite" in ran[1]
     assert ran[2][:4] == ["-m", "lwap", "eval", "runs/plain-simcse/bert-new/cls"]
     lr_diagnosis, dropout_diagnosis = ran[5], ran[9]
