@@ -13,6 +13,7 @@ from lwap.compare import settings
 from lwap.compare.attention import attention_section
 from lwap.compare.cells import load_cells, shared_overrides
 from lwap.compare.decomposition import decomposition
+from lwap.compare.gate_section import gate_sections
 from lwap.compare.geometry_section import geometry_section
 from lwap.compare.grid import (
     BACKBONE,
@@ -195,6 +196,7 @@ def report_text(results: Path, wording: Wording | None = None) -> str:
         *header(wording, others),
         *overview_tables(grid, found),
         *(line for backbone in found for line in backbone_sections(grid, backbone, wording)),
+        *gate_sections(results / "budget", BACKBONE_NOTES if wording.repository else {}),
         *attention_section(grid, found, wording),
         *geometry_section(results, wording),
         *rerun_section(grid, found, wording),

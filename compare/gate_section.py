@@ -1,0 +1,66 @@
+"""A backbone's gate in the report: issue 36 runs no grid on a backbone until SimCSE is shown to raise
+it (benchmarks/budget_probe.py --rule gate), so a backbone whose gate failed has no grid section, and its
+numbers would otherwise live only beside the gate's cells. This section carries them into RESULTS.md
+from the files the gate and its diagnosis wrote (budget/NAME/README.md, DIAGNOSIS.md), never retyped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lwap.compare.grid import REGIME_WORDS
+
+GATE_DOCS = "docs/COMPARE.md"  # where the gate's rule and the diagnosis plan were pre-registered
+
+
+def table_lines(path: Path, first: str) -> list[str]:
+    """From the line starting with `first` to the end of the table that follows it."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(first)), None)
+    if start is None:
+        return []
+    kept: list[str] = []
+    for line in lines[start:]:
+        if not line.startswith("|") and any(k.startswith("|") for k in kept):
+            break
+        kept.append(line)
+    return kept
+
+
+def gate_sections(budget_root: Path, notes: dict[str, str]) -> list[str]:
+    """One section per backbone whose budget folder holds a gate's choice (rule `gate`)."""
+    lines: list[str] = []
+    for folder in sorted(p for p in budget_root.glob("*") if (p / "choice.json").is_file()):
+        choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
+        if choice.get("rule") != "gate":
+            continue
+        where = f"benchmarks/results/compare/budget/{folder.name}"
+        outcome = [
+            f"{REGIME_WORDS[regime]}: `{c['budget']}` " + ("**passed**" if c["passed"] else "**failed**")
+            for regime, c in choice["regimes"].items()
+        ]
+        passed = all(c["passed"] for c in choice["regimes"].values())
+        lines += [f"## {folder.name}: the gate", ""]
+        lines += [notes[folder.name], ""] if folder.name in notes else []
+        lines += [
+            f"Made by `python benchmarks/budget_probe.py --backbone {choice['backbone']} --rule gate` "
+            f"({where}/README.md; the rule: {GATE_DOCS}). Seed 0, STS tasks; Avg. (all), Spearman × 100.",
+            "",
+            *table_lines(folder / "README.md", "Untouched rows, Avg. (all)"),
+            "",
+            "Outcome: "
+            + "; ".join(outcome)
+            + "."
+            + ("" if passed else " **No grid is run on this backbone** until the cause is found."),
+            "",
+        ]
+        if (folder / "DIAGNOSIS.md").is_file():
+            lines += [
+                f'The diagnosis pre-registered for a failed gate ({GATE_DOCS}, "Diagnosis if the gate '
+                f'fails"; `python benchmarks/gate_diagnosis.py --backbone {choice["backbone"]}`, '
+                f"{where}/DIAGNOSIS.md):",
+                "",
+                *table_lines(folder / "DIAGNOSIS.md", "| run |"),
+                "",
+            ]
+    return lines

@@ -1,0 +1,65 @@
+"""compare/gate_section.py: a backbone's gate (and its diagnosis) in the report, copied from the files the
+gate wrote; a probe's choice (issue 26's rule) is not a gate and gets no section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lwap.compare.gate_section import gate_sections, table_lines
+
+README = """# Budget probe: bert-new
+
+Made by ...
+
+Untouched rows, Avg. (all): `mean` 46.43, `cls` 38.22.
+Untouched rows, SciFact nDCG@10 (not part of the rule): `mean` 14.76.
+
+| regime | budget | --set | trained `cls` | trained `mean` | bar |
+| --- | --- | --- | --- | --- | --- |
+| unsup | `long` | x | 40.32 | 47.30 | no |
+
+Chosen, and the grid's command:
+"""
+DIAGNOSIS = """# The gate's diagnosis
+
+Untouched rows ...
+
+| run | `cls` Avg. (all) | x | `mean` Avg. (all) | y | both clear it |
+| --- | --- | --- | --- | --- | --- |
+| the control | 41.00 | a | 47.00 | b | no |
+"""
+
+
+def write_gate(folder: Path, rule: str, passed: bool) -> None:
+    folder.mkdir(parents=True)
+    regimes = {"unsup": {"budget": "lr1e-4-long", "passed": passed, "set": []}}
+    choice = {"rule": rule, "backbone": f"benchmarks/backbones/{folder.name}", "regimes": regimes}
+    (folder / "choice.json").write_text(json.dumps(choice), encoding="utf-8")
+    (folder / "README.md").write_text(README, encoding="utf-8")
+
+
+def test_a_failed_gate_brings_its_table_outcome_and_diagnosis(tmp_path: Path) -> None:
+    write_gate(tmp_path / "bert-new", "gate", passed=False)
+    (tmp_path / "bert-new" / "DIAGNOSIS.md").write_text(DIAGNOSIS, encoding="utf-8")
+    write_gate(tmp_path / "bert-old", "probe", passed=False)
+    text = "\n".join(gate_sections(tmp_path, {"bert-new": "The note."}))
+    assert text.count("## ") == 1 and text.startswith("## bert-new: the gate\n\nThe note.")
+    assert "| unsup | `long` | x | 40.32 | 47.30 | no |" in text and "Chosen" not in text
+    assert "SciFact nDCG@10 (not part of the rule)" in text
+    assert "unsupervised: `lr1e-4-long` **failed**. **No grid is run on this backbone**" in text
+    assert text.rstrip().endswith("| the control | 41.00 | a | 47.00 | b | no |")
+
+
+def test_a_passed_gate_has_no_stop_line_and_no_folder_means_no_section(tmp_path: Path) -> None:
+    write_gate(tmp_path / "bert-new", "gate", passed=True)
+    text = "\n".join(gate_sections(tmp_path, {}))
+    assert "**passed**" in text and "No grid" not in text and "diagnosis" not in text
+    assert gate_sections(tmp_path / "none", {}) == []
+
+
+def test_table_lines_stop_after_the_table(tmp_path: Path) -> None:
+    path = tmp_path / "f.md"
+    path.write_text("a\nstart\n\n| 1 |\n| 2 |\nafter\n| 3 |\n", encoding="utf-8")
+    assert table_lines(path, "start") == ["start", "", "| 1 |", "| 2 |"]
+    assert table_lines(path, "missing") == []
