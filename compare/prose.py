@@ -69,6 +69,18 @@ bert-base clears by 36 points unsupervised (76.25 against 39.70 in its paper); e
 check has the numbers. A pooler gap on this backbone is measured under an under-trained SimCSE. **Kept for
 what it is, an MLM model on the unigram plateau**: issue 36's `bert-prenorm-4l256-sentences`, pretrained
 past that plateau (docs/PRETRAIN.md, "The long run"), replaces it as the stand-in for the paper's regime.""",
+    "bert-prenorm-4l256-sentences": """\
+`benchmarks/backbones/bert-prenorm-4l256-sentences/` is issue 36's backbone: made here from random
+weights with masked-language modelling only (`benchmarks/pretrain_long_run.sh`; its SOURCE.md and
+docs/PRETRAIN.md, "The long run"), pre-LayerNorm (transformers' `roberta-prelayernorm`), 4 layers, H =
+256, 11 M parameters, 150 M tokens of the Wikipedia mirror one sentence a row, without dropout
+(Cramming's recipe; exported with SimCSE's 0.1), 10.9 CPU-hours. Held-out MLM loss 3.511 (perplexity
+33.5) against 7.339 for a unigram model on the same masked tokens: it has left the plateau bert-mlm-4l256
+sits on, though far from BERT-Mini's pretraining (BERT's recipe: about 43 B tokens, some 280 times more).
+Poolers that read several layers see its middle layers layer-normed (`NormalizeHiddenStates`, pre-
+registered in docs/COMPARE.md). No grid runs on it before the gate (issue 36): trained `cls` and `mean`
+at least 5 (unsupervised) and 10 (supervised) above every untouched row on Avg. (all), under budgets
+fixed before the backbone existed.""",
 }
 
 INTRO = """\
