@@ -16,7 +16,7 @@ from sentence_transformers.sentence_transformer.modules import Transformer
 
 from lwap import model_folder, portable, registry
 from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone, transformer_kwargs
-from lwap.errors import BackboneNotFoundError, DataError, ModelLoadError
+from lwap.errors import BackboneNotFoundError, ConfigError, DataError, ModelLoadError
 from lwap.files import read_json
 from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layerwise_attention import LayerwiseAttentionPooling
@@ -25,6 +25,8 @@ from lwap.worker_pickling import keep_hidden_states_in_workers
 # Backbones whose intermediate hidden states are the raw residual stream (pre-LayerNorm), known to
 # transformers by these model types: a pooler reading several layers gets them layer-normed first.
 PRE_LAYER_NORM_TYPES = frozenset({"roberta-prelayernorm"})
+# The two dropout rates of BERT-family configs (BERT, RoBERTa, MPNet, ...): SimCSE's noise is both.
+DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
 def build_model(
@@ -34,6 +36,7 @@ def build_model(
     max_seq_length: int | None = None,
     device: str | None = None,
     trust_remote_code: bool = False,
+    dropout: float | None = None,
     **options: Any,
 ) -> SentenceTransformer:
     """A fresh SentenceTransformer: `backbone` (hub id or folder) followed by the `pooling` head.
@@ -42,6 +45,8 @@ def build_model(
     a missing one takes its default. ConfigError for an unknown pooling or option or a bad value.
     A backbone folder passes `lwap.model_folder.check_model_folder` first (BackboneNotFoundError, one
     line); `trust_remote_code` lets it name code of its own (auto_map), as transformers' flag does.
+    `dropout`: the backbone's hidden and attention dropout (SimCSE's noise in training; the saved config
+    keeps it), None = its config's; ConfigError for a backbone whose config has no such rates.
     """
     pooler = registry.check(pooling, options)
     source = resolve_backbone(backbone)
@@ -50,7 +55,11 @@ def build_model(
         model_folder.check_model_folder(
             folder, trust_remote_code=trust_remote_code, error=BackboneNotFoundError
         )
-    config_kwargs = {"output_hidden_states": True} if pooler.hidden_states else {}
+    config_kwargs: dict[str, Any] = {"output_hidden_states": True} if pooler.hidden_states else {}
+    if dropout is not None:
+        if not 0 <= dropout < 1:
+            raise ConfigError(f"model.dropout must be in [0, 1) or null, not {dropout}")
+        config_kwargs.update(dict.fromkeys(DROPOUT_KEYS, dropout))
     try:  # trust_remote_code explicit in every load: transformers would ask on a prompt
         transformer = Transformer(
             source,
@@ -60,6 +69,11 @@ def build_model(
     except (OSError, ValueError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BackboneNotFoundError(f"could not load backbone {backbone!r}: {first_line}") from error
+    if dropout is not None and not all(hasattr(type(transformer.model.config)(), k) for k in DROPOUT_KEYS):
+        raise ConfigError(
+            f"model.dropout: backbone {backbone!r} ({transformer.model.config.model_type}) names its dropout "
+            f"otherwise than {' and '.join(DROPOUT_KEYS)}; leave model.dropout null"
+        )
     freeze_unused_pooler(transformer.model)
     limit = _length_limit(transformer)
     transformer.max_seq_length = limit if max_seq_length is None else min(max_seq_length, limit)

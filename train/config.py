@@ -61,6 +61,7 @@ class ModelConfig:
     backbone: str  # hub id or local folder
     pooling: str  # one of lwap.POOLINGS (lwap.registry)
     max_seq_length: int = 32
+    dropout: float | None = None  # backbone dropout in training (SimCSE's noise), hidden and attention
     trust_remote_code: bool = (
         False  # let a backbone folder run code of its own (auto_map): an explicit opt-in
     )
@@ -341,6 +342,13 @@ def _check_values(c: TrainConfig, source: str) -> None:
         c.model.max_seq_length,
     )
     need(bool(c.model.backbone.strip()), "model.backbone", "a hub id or a folder", c.model.backbone)
+    if c.model.dropout is not None:
+        need(
+            0 <= c.model.dropout < 1,
+            "model.dropout",
+            "in [0, 1) or null (the backbone's own)",
+            c.model.dropout,
+        )
 
     need(bool(c.data.train.strip()), "data.train", "a file path or a hub dataset id", c.data.train)
     if c.data.max_examples is not None:

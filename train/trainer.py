@@ -186,6 +186,7 @@ def build_configured_model(m: ModelConfig, device: str | None = None) -> Sentenc
         max_seq_length=m.max_seq_length,
         trust_remote_code=m.trust_remote_code,
         device=device,
+        dropout=m.dropout,
         **m.pooler_options(),
     )
 
