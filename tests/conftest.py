@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -18,6 +20,14 @@ SENTENCES = [
     "Hi",
     "Stock markets fell sharply on Monday after the announcement.",
 ]
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """A script of benchmarks/ (not a package) imported by path, e.g. load_benchmark("gate_diagnosis")."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def tokenizer_folder() -> str:

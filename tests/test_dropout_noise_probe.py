@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
-from conftest import REPO, make_tiny_bert
+from conftest import load_benchmark, make_tiny_bert
 
 
 def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("probe", REPO / "benchmarks" / "dropout_noise_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("dropout_noise_probe")
 
 
 def test_noise_moves_a_sentence_away_from_itself_only_when_dropout_is_on(tmp_path: Path) -> None:

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
-from conftest import REPO
+from conftest import load_benchmark
 
 from lwap.compare.grid import STS_COLUMNS
 
@@ -16,10 +15,7 @@ BACKBONE = "benchmarks/backbones/bert-new"
 
 
 def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("diagnosis", REPO / "benchmarks" / "gate_diagnosis.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gate_diagnosis")
 
 
 def sts_results(score: float) -> dict:
@@ -65,8 +61,6 @@ def test_the_table_reads_every_run_and_the_bar(tmp_path: Path) -> None:
 
 
 def test_its_rows_are_the_queues_control_and_diagnoses() -> None:
-    spec = importlib.util.spec_from_file_location("queue", REPO / "benchmarks" / "new_backbone_queue.py")
-    queue = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(queue)
+    queue = load_benchmark("new_backbone_queue")
     labels = [label for label, _ in load_script().PLAIN_RUNS]
     assert labels == ["plain-simcse", *(f"diagnosis/{name}" for name in queue.DIAGNOSES)]
