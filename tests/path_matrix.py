@@ -191,6 +191,7 @@ NOT_PATHS: dict[str, str] = {
     "output.save_total_limit": "a number",
     "model.pooling": "a choice",
     "model.max_seq_length": "a number",
+    "model.dropout": "a number (a rate)",
     "model.trust_remote_code": "a flag (model.backbone's own code: the hostile-folder columns below)",
     "model.lwap_layers": "numbers",
     "model.score_scale": "a choice",
