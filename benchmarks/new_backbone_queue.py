@@ -9,11 +9,11 @@ keeps the CPU busy across sessions and no stage starts before the one it depends
    (`benchmarks/plain_simcse.py`, `cls` and `mean`, seed 0, the gate's first budget) evaluated as the
    gate's cells are, so the lwap cells of that budget have their plain twins (backbone or trainer?),
    then the diagnosis (plain loop, the same budget with one setting changed: SimCSE's own rate 3e-5,
-   then a gentler dropout 0.05; docs/COMPARE.md pre-registers them and how each is read), and stops
-   there: no grid hours until the cause is found.
-3. The grid under the gate's budget: the six poolers and issue 37's four variants, seed-major with the
-   regimes alternating (seed 0 unsupervised, seed 0 supervised, seed 1 ...), so that a queue stopped
-   anywhere leaves both regimes level.
+   then a gentler dropout 0.05; docs/COMPARE.md pre-registers them and how each is read): no grid hours
+   in that regime until the cause is found.
+3. The grid under the gate's budget in each regime that passed it: the six poolers and issue 37's four
+   variants, seed-major with the regimes alternating (seed 0 unsupervised, seed 0 supervised, seed 1 ...),
+   so that a queue stopped anywhere leaves both regimes level.
 4. `compare_poolers.py report` and `figure` (docs/RESULTS.md, the attention and geometry figures).
 
 Every stage is resumable and skipped once done (the run resumes from its checkpoint or the committed
@@ -69,16 +69,17 @@ def read_choice(backbone: str, repo: Path = REPO) -> dict | None:
 
 
 def grid_commands(backbone: str, choice: dict, seeds: tuple[int, ...] = PLANNED_SEEDS) -> list[list[str]]:
-    """Seed-major, regimes alternating, every row in one budget per regime (the gate's)."""
-    failed = [r for r in REGIMES if not choice["regimes"][r]["passed"]]
-    if choice.get("rule") != "gate" or failed:
-        raise GateFailed(
-            f"the gate did not pass ({', '.join(failed) or 'not the gate rule'}): "
-            "no grid before the cause, backbone or trainer, is found"
-        )
+    """Seed-major, regimes alternating, every row in one budget per regime (the gate's). The gate is per
+    regime (its budgets and margins are): a regime that failed it gets no grid, the other keeps its own
+    (docs/COMPARE.md, "Diagnosis if the gate fails"); none passed, no grid at all."""
+    if choice.get("rule") != "gate":
+        raise GateFailed("the gate did not pass (not the gate rule): no grid before the gate")
+    passed = tuple(r for r in REGIMES if choice["regimes"][r]["passed"])
+    if not passed:
+        raise GateFailed("the gate did not pass (no regime passed): no grid before the cause is found")
     commands = []
     for seed in seeds:
-        for regime in REGIMES:
+        for regime in passed:
             sets = [a for o in choice["regimes"][regime]["set"] for a in ("--set", o)]
             base = ["benchmarks/compare_poolers.py", "run", "--regime", regime, "--backbone", backbone]
             commands.append([*base, "--seeds", str(seed), "--poolers", *ROWS, *sets])

@@ -39,7 +39,18 @@ def gate_sections(budget_root: Path, notes: dict[str, str]) -> list[str]:
             f"{REGIME_WORDS[regime]}: `{c['budget']}` " + ("**passed**" if c["passed"] else "**failed**")
             for regime, c in choice["regimes"].items()
         ]
-        passed = all(c["passed"] for c in choice["regimes"].values())
+        failed = [REGIME_WORDS[r] for r, c in choice["regimes"].items() if not c["passed"]]
+        passed = [
+            f"{REGIME_WORDS[r]} grid runs under `{c['budget']}`"
+            for r, c in choice["regimes"].items()
+            if c["passed"]
+        ]
+        if failed and passed:  # the gate is read per regime (docs/COMPARE.md)
+            stop = (
+                f" **No {' or '.join(failed)} grid** until its cause is found; the {'; the '.join(passed)}."
+            )
+        else:
+            stop = "" if not failed else " **No grid is run on this backbone** until the cause is found."
         lines += [f"## {folder.name}: the gate", ""]
         lines += [notes[folder.name], ""] if folder.name in notes else []
         lines += [
@@ -48,10 +59,7 @@ def gate_sections(budget_root: Path, notes: dict[str, str]) -> list[str]:
             "",
             *table_lines(folder / "README.md", "Untouched rows, Avg. (all)"),
             "",
-            "Outcome: "
-            + "; ".join(outcome)
-            + "."
-            + ("" if passed else " **No grid is run on this backbone** until the cause is found."),
+            "Outcome: " + "; ".join(outcome) + "." + stop,
             "",
         ]
         if (folder / "DIAGNOSIS.md").is_file():

@@ -51,6 +51,17 @@ def test_a_failed_gate_brings_its_table_outcome_and_diagnosis(tmp_path: Path) ->
     assert text.rstrip().endswith("| the control | 41.00 | a | 47.00 | b | no |")
 
 
+def test_a_gate_passed_in_one_regime_stops_only_the_other(tmp_path: Path) -> None:
+    write_gate(tmp_path / "bert-new", "gate", passed=False)
+    choice_file = tmp_path / "bert-new" / "choice.json"
+    choice = json.loads(choice_file.read_text())
+    choice["regimes"]["sup"] = {"budget": "long", "passed": True, "set": []}
+    choice_file.write_text(json.dumps(choice), encoding="utf-8")
+    text = "\n".join(gate_sections(tmp_path, {}))
+    assert "supervised: `long` **passed**" in text
+    assert "**No unsupervised grid** until its cause is found; the supervised grid runs under `long`." in text
+
+
 def test_a_passed_gate_has_no_stop_line_and_no_folder_means_no_section(tmp_path: Path) -> None:
     write_gate(tmp_path / "bert-new", "gate", passed=True)
     text = "\n".join(gate_sections(tmp_path, {}))

@@ -56,10 +56,10 @@ def test_finished_stages_are_skipped(tmp_path: Path) -> None:
     assert next(load_script().stages(BACKBONE, tmp_path))[0] == "grid: unsup seed 0"
 
 
-@pytest.mark.parametrize("passed", [{"unsup": True, "sup": False}, {"unsup": False, "sup": True}])
-def test_a_failed_gate_stops_the_queue_before_any_grid_cell(
-    tmp_path: Path, passed: dict[str, bool], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
+def run_queue(
+    tmp_path: Path, passed: dict[str, bool], monkeypatch: pytest.MonkeyPatch
+) -> tuple[ModuleType, int, list[list[str]]]:
+    """The queue from an exported backbone on, with every command faked; the gate writes `passed`."""
     script = load_script()
     (tmp_path / BACKBONE).mkdir(parents=True)
     (tmp_path / BACKBONE / "SOURCE.md").write_text("exported", encoding="utf-8")
@@ -72,11 +72,19 @@ def test_a_failed_gate_stops_the_queue_before_any_grid_cell(
 
     monkeypatch.setattr(script, "REPO", tmp_path)
     monkeypatch.setattr(script, "run", fake_run)
-    assert script.main(["--backbone", BACKBONE]) == 1
+    return script, script.main(["--backbone", BACKBONE]), ran
+
+
+@pytest.mark.parametrize("passed", [{"unsup": True, "sup": False}, {"unsup": False, "sup": True}])
+def test_a_regime_that_failed_gets_the_diagnosis_and_no_grid_the_other_its_grid(
+    tmp_path: Path, passed: dict[str, bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, code, ran = run_queue(tmp_path, passed, monkeypatch)
+    assert code == 0
     # the gate, then its control (plain PyTorch SimCSE, cls and mean, each evaluated), then the two
-    # diagnoses (the same with one setting changed), their table, then no grid
+    # diagnoses (the same with one setting changed), their table, then the passed regime's grid
     plain = ["benchmarks/plain_simcse.py", "-m"] * 6
-    assert [c[0] for c in ran] == ["benchmarks/budget_probe.py", *plain, "benchmarks/gate_diagnosis.py"]
+    assert [c[0] for c in ran[:14]] == ["benchmarks/budget_probe.py", *plain, "benchmarks/gate_diagnosis.py"]
     assert ran[1][ran[1].index("--lr") + 1] == "3e-4" and "--overwrite" in ran[1]
     assert ran[2][:4] == ["-m", "lwap", "eval", "runs/plain-simcse/bert-new/cls"]
     lr_diagnosis, dropout_diagnosis = ran[5], ran[9]
@@ -88,8 +96,18 @@ def test_a_failed_gate_stops_the_queue_before_any_grid_cell(
         dropout_diagnosis[dropout_diagnosis.index("--out") + 1] == "runs/diagnosis/dropout0.05/bert-new/cls"
     )
     assert ran[10][ran[10].index("--output") + 1].endswith("budget/bert-new/diagnosis/dropout0.05/cls")
-    failed = next(r for r, ok in passed.items() if not ok)
-    assert f"the gate did not pass ({failed})" in capsys.readouterr().out
+    grid = ran[14:-2]
+    kept = next(r for r, ok in passed.items() if ok)
+    assert [(c[3], c[7]) for c in grid] == [(kept, str(seed)) for seed in (0, 1, 2)]
+    assert [c[1] for c in ran[-2:]] == ["report", "figure"]
+
+
+def test_no_regime_passed_stops_after_the_diagnosis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    _, code, ran = run_queue(tmp_path, {"unsup": False, "sup": False}, monkeypatch)
+    assert code == 1 and ran[-1][0] == "benchmarks/gate_diagnosis.py"
+    assert "the gate did not pass (no regime passed)" in capsys.readouterr().out
 
 
 def test_a_probe_choice_is_not_a_gate(tmp_path: Path) -> None:
