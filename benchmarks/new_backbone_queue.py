@@ -96,7 +96,7 @@ def plain_commands(
     for pooling in ("cls", "mean"):
         model = f"runs/{label}/{name}/{pooling}"
         scores = f"benchmarks/results/compare/budget/{name}/{label}/{pooling}"
-        what = "the control" if label == "plain-simcse" else f"the diagnosis {label}"
+        what = "the control" if label == "plain-simcse" else f"the diagnosis {label.split('/')[-1]}"
         if not (repo / model / "plain_simcse.json").is_file():
             train = [
                 "benchmarks/plain_simcse.py",
