@@ -5,10 +5,10 @@ from the files the gate and its diagnosis wrote (budget/NAME/README.md, DIAGNOSI
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from lwap.compare.grid import REGIME_WORDS
+from lwap.files import read_json_object
 
 GATE_DOCS = "docs/COMPARE.md"  # where the gate's rule and the diagnosis plan were pre-registered
 
@@ -31,7 +31,7 @@ def gate_sections(budget_root: Path, notes: dict[str, str]) -> list[str]:
     """One section per backbone whose budget folder holds a gate's choice (rule `gate`)."""
     lines: list[str] = []
     for folder in sorted(p for p in budget_root.glob("*") if (p / "choice.json").is_file()):
-        choice = json.loads((folder / "choice.json").read_text(encoding="utf-8"))
+        choice = read_json_object(folder / "choice.json")  # a damaged file: DataError naming it
         if choice.get("rule") != "gate":
             continue
         where = f"benchmarks/results/compare/budget/{folder.name}"

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lwap.compare.gate_section import gate_sections, table_lines
+from lwap.errors import DataError
 
 README = """# Budget probe: bert-new
 
@@ -74,3 +77,10 @@ def test_table_lines_stop_after_the_table(tmp_path: Path) -> None:
     path.write_text("a\nstart\n\n| 1 |\n| 2 |\nafter\n| 3 |\n", encoding="utf-8")
     assert table_lines(path, "start") == ["start", "", "| 1 |", "| 2 |"]
     assert table_lines(path, "missing") == []
+
+
+def test_a_damaged_choice_is_one_error_naming_the_file(tmp_path: Path) -> None:
+    write_gate(tmp_path / "bert-new", "gate", passed=False)
+    (tmp_path / "bert-new" / "choice.json").write_text('{"rule": "gate", ', encoding="utf-8")
+    with pytest.raises(DataError, match=r"choice\.json"):
+        gate_sections(tmp_path, {})
