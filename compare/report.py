@@ -186,6 +186,12 @@ def backbone_sections(grid: Grid, backbone: str, wording: Wording) -> list[str]:
     return lines
 
 
+def gate_notes(found: list[str]) -> dict[str, str]:
+    """The backbone notes for gate sections: only for backbones without a grid (a grid section has it)."""
+    gridded = {backbone_name(b) for b in found}
+    return {name: note for name, note in BACKBONE_NOTES.items() if name not in gridded}
+
+
 def report_text(results: Path, wording: Wording | None = None) -> str:
     """The whole report of the grids in `results`."""
     wording = wording or user_wording(f"{results}/")
@@ -196,7 +202,7 @@ def report_text(results: Path, wording: Wording | None = None) -> str:
         *header(wording, others),
         *overview_tables(grid, found),
         *(line for backbone in found for line in backbone_sections(grid, backbone, wording)),
-        *gate_sections(results / "budget", BACKBONE_NOTES if wording.repository else {}),
+        *gate_sections(results / "budget", gate_notes(found) if wording.repository else {}),
         *attention_section(grid, found, wording),
         *geometry_section(results, wording),
         *rerun_section(grid, found, wording),

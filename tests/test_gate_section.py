@@ -84,3 +84,12 @@ def test_a_damaged_choice_is_one_error_naming_the_file(tmp_path: Path) -> None:
     (tmp_path / "bert-new" / "choice.json").write_text('{"rule": "gate", ', encoding="utf-8")
     with pytest.raises(DataError, match=r"choice\.json"):
         gate_sections(tmp_path, {})
+
+
+def test_a_backbone_with_a_grid_keeps_its_note_in_the_grid_section_only() -> None:
+    from lwap.compare.report import gate_notes
+
+    assert "bert-prenorm-4l256-sentences" in gate_notes(["benchmarks/backbones/bert-mlm-4l256"])
+    assert "bert-prenorm-4l256-sentences" not in gate_notes(
+        ["benchmarks/backbones/bert-prenorm-4l256-sentences"]
+    )
