@@ -182,8 +182,23 @@ def backbone_sections(grid: Grid, backbone: str, wording: Wording) -> list[str]:
     lines = [*([f"## {name}: the backbone", "", note, ""] if note else [])]
     for regime in REGIMES:
         lines += [f"## {title}{REGIME_TITLES[regime]}", ""]
+        if gate_failed(grid, backbone, regime) and not load_cells(grid.cells_dir(backbone) / regime):
+            lines += [
+                f'_No grid in this regime: SimCSE did not pass its gate here ("{name}: the gate" below)._',
+                "",
+            ]
+            continue
         lines += regime_section(grid, backbone, regime, reference, others, wording)
     return lines
+
+
+def gate_failed(grid: Grid, backbone: str, regime: str) -> bool:
+    """Whether issue 36's gate (budget_probe.py --rule gate) failed for this backbone in this regime."""
+    path = grid.results / "budget" / backbone_name(backbone) / "choice.json"
+    if not path.is_file():
+        return False
+    choice = read_json_object(path)
+    return choice.get("rule") == "gate" and not choice["regimes"].get(regime, {}).get("passed", True)
 
 
 def gate_notes(found: list[str]) -> dict[str, str]:

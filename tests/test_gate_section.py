@@ -93,3 +93,14 @@ def test_a_backbone_with_a_grid_keeps_its_note_in_the_grid_section_only() -> Non
     assert "bert-prenorm-4l256-sentences" not in gate_notes(
         ["benchmarks/backbones/bert-prenorm-4l256-sentences"]
     )
+
+
+def test_a_regime_whose_gate_failed_is_named_so_in_the_grid_sections(tmp_path: Path) -> None:
+    from lwap.compare.grid import Grid
+    from lwap.compare.report import gate_failed
+
+    write_gate(tmp_path / "budget" / "bert-new", "gate", passed=False)
+    grid = Grid(tmp_path, tmp_path / "work")
+    assert gate_failed(grid, "benchmarks/backbones/bert-new", "unsup")
+    assert not gate_failed(grid, "benchmarks/backbones/bert-new", "sup")  # not in the choice: not failed
+    assert not gate_failed(grid, "benchmarks/backbones/other", "unsup")  # no gate at all
