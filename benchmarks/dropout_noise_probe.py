@@ -23,6 +23,7 @@ from transformers import AutoModel, AutoTokenizer
 from transformers.utils import logging
 
 from lwap.eval.sts_data import load_stsb
+from lwap.model import DROPOUT_KEYS
 
 RATES = (0.0, 0.02, 0.05, 0.1)
 MAX_LENGTH = 32  # SimCSE's training truncation
@@ -55,9 +56,8 @@ def probe(path: str, rates: tuple[float, ...] = RATES, pairs=None) -> list[dict[
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     rows = []
     for rate in rates:
-        names = ("hidden_dropout_prob", "attention_probs_dropout_prob")
         model = AutoModel.from_pretrained(
-            path, local_files_only=True, trust_remote_code=False, **dict.fromkeys(names, rate)
+            path, local_files_only=True, trust_remote_code=False, **dict.fromkeys(DROPOUT_KEYS, rate)
         ).train()
         for pooling in ("cls", "mean"):
             torch.manual_seed(0)
