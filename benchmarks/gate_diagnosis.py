@@ -20,12 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from budget_probe import GATE_BUDGETS, GATE_MARGINS  # benchmarks/ is on sys.path for a script
+
 from lwap.compare.cells import read, scores
 from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
 
 REPO = Path(__file__).resolve().parents[1]
-GATE_BUDGET = "long"  # the gate's first budget, the one the control repeats
-MARGIN = 5.0  # the gate's unsupervised margin over every untouched row (budget_probe.GATE_MARGINS)
+GATE_BUDGET = next(iter(GATE_BUDGETS))  # the gate's first budget, the one the control repeats
+MARGIN = GATE_MARGINS["unsup"]  # the control repeats the gate's unsupervised cells
 # (label, what it changes), in the order the queue runs them (new_backbone_queue.DIAGNOSES)
 PLAIN_RUNS = (
     ("plain-simcse", "the control: the same recipe, plain PyTorch"),

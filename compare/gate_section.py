@@ -27,13 +27,22 @@ def table_lines(path: Path, first: str) -> list[str]:
     return kept
 
 
-def gate_sections(budget_root: Path, notes: dict[str, str]) -> list[str]:
-    """One section per backbone whose budget folder holds a gate's choice (rule `gate`)."""
-    lines: list[str] = []
+def read_gates(budget_root: Path) -> dict[str, dict]:
+    """Each gated backbone's choice by budget folder name (rule `gate`; a probe's choice is not a gate),
+    read once for the whole report."""
+    gates: dict[str, dict] = {}
     for folder in sorted(p for p in budget_root.glob("*") if (p / "choice.json").is_file()):
         choice = read_json_object(folder / "choice.json")  # a damaged file: DataError naming it
-        if choice.get("rule") != "gate":
-            continue
+        if choice.get("rule") == "gate":
+            gates[folder.name] = choice
+    return gates
+
+
+def gate_sections(budget_root: Path, gates: dict[str, dict], notes: dict[str, str]) -> list[str]:
+    """One section per gated backbone (`read_gates`), from the files in its budget folder."""
+    lines: list[str] = []
+    for name, choice in gates.items():
+        folder = budget_root / name
         where = f"benchmarks/results/compare/budget/{folder.name}"
         outcome = [
             f"{REGIME_WORDS[regime]}: `{c['budget']}` " + ("**passed**" if c["passed"] else "**failed**")

@@ -13,7 +13,7 @@ from lwap.compare import settings
 from lwap.compare.attention import attention_section
 from lwap.compare.cells import load_cells, shared_overrides
 from lwap.compare.decomposition import decomposition
-from lwap.compare.gate_section import gate_sections
+from lwap.compare.gate_section import gate_sections, read_gates
 from lwap.compare.geometry_section import geometry_section
 from lwap.compare.grid import (
     BACKBONE,
@@ -168,7 +168,7 @@ def all_runs_table(grid: Grid) -> list[str]:
     return [*lines, "", *notes] if notes else lines
 
 
-def backbone_sections(grid: Grid, backbone: str, wording: Wording) -> list[str]:
+def backbone_sections(grid: Grid, backbone: str, wording: Wording, gates: dict[str, dict]) -> list[str]:
     ref_file = grid.reference_file(backbone)
     reference = read_json_object(ref_file) if ref_file.exists() else None
     others = [
@@ -182,7 +182,7 @@ def backbone_sections(grid: Grid, backbone: str, wording: Wording) -> list[str]:
     lines = [*([f"## {name}: the backbone", "", note, ""] if note else [])]
     for regime in REGIMES:
         lines += [f"## {title}{REGIME_TITLES[regime]}", ""]
-        if gate_failed(grid, backbone, regime) and not load_cells(grid.cells_dir(backbone) / regime):
+        if gate_failed(gates, backbone, regime) and not load_cells(grid.cells_dir(backbone) / regime):
             lines += [
                 f'_No grid in this regime: SimCSE did not pass its gate here ("{name}: the gate" below)._',
                 "",
@@ -192,13 +192,11 @@ def backbone_sections(grid: Grid, backbone: str, wording: Wording) -> list[str]:
     return lines
 
 
-def gate_failed(grid: Grid, backbone: str, regime: str) -> bool:
-    """Whether issue 36's gate (budget_probe.py --rule gate) failed for this backbone in this regime."""
-    path = grid.results / "budget" / backbone_name(backbone) / "choice.json"
-    if not path.is_file():
-        return False
-    choice = read_json_object(path)
-    return choice.get("rule") == "gate" and not choice["regimes"].get(regime, {}).get("passed", True)
+def gate_failed(gates: dict[str, dict], backbone: str, regime: str) -> bool:
+    """Whether issue 36's gate (budget_probe.py --rule gate; `read_gates`) failed for this backbone in
+    this regime; a regime the gate did not try has not failed."""
+    choice = gates.get(backbone_name(backbone))
+    return choice is not None and not choice["regimes"].get(regime, {}).get("passed", True)
 
 
 def gate_notes(found: list[str]) -> dict[str, str]:
@@ -212,12 +210,13 @@ def report_text(results: Path, wording: Wording | None = None) -> str:
     wording = wording or user_wording(f"{results}/")
     grid = Grid(results, results / "work")
     found = backbones(results)
+    gates = read_gates(results / "budget")
     others = [f"`{b}`" for b in found if b != BACKBONE]
     text = [
         *header(wording, others),
         *overview_tables(grid, found),
-        *(line for backbone in found for line in backbone_sections(grid, backbone, wording)),
-        *gate_sections(results / "budget", gate_notes(found) if wording.repository else {}),
+        *(line for backbone in found for line in backbone_sections(grid, backbone, wording, gates)),
+        *gate_sections(results / "budget", gates, gate_notes(found) if wording.repository else {}),
         *attention_section(grid, found, wording),
         *geometry_section(results, wording),
         *rerun_section(grid, found, wording),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -23,7 +24,10 @@ SENTENCES = [
 
 
 def load_benchmark(name: str) -> ModuleType:
-    """A script of benchmarks/ (not a package) imported by path, e.g. load_benchmark("gate_diagnosis")."""
+    """A script of benchmarks/ (not a package) imported by path, e.g. load_benchmark("gate_diagnosis"),
+    with benchmarks/ on sys.path as when the script runs (its sibling imports, e.g. `budget_probe`)."""
+    if str(REPO / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(REPO / "benchmarks"))
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lwap.compare.gate_section import gate_sections, table_lines
+from lwap.compare.gate_section import gate_sections, read_gates, table_lines
 from lwap.errors import DataError
 
 README = """# Budget probe: bert-new
@@ -34,6 +34,10 @@ Untouched rows ...
 """
 
 
+def sections(budget_root: Path, notes: dict[str, str]) -> list[str]:
+    return gate_sections(budget_root, read_gates(budget_root), notes)
+
+
 def write_gate(folder: Path, rule: str, passed: bool) -> None:
     folder.mkdir(parents=True)
     regimes = {"unsup": {"budget": "lr1e-4-long", "passed": passed, "set": []}}
@@ -46,7 +50,7 @@ def test_a_failed_gate_brings_its_table_outcome_and_diagnosis(tmp_path: Path) ->
     write_gate(tmp_path / "bert-new", "gate", passed=False)
     (tmp_path / "bert-new" / "DIAGNOSIS.md").write_text(DIAGNOSIS, encoding="utf-8")
     write_gate(tmp_path / "bert-old", "probe", passed=False)
-    text = "\n".join(gate_sections(tmp_path, {"bert-new": "The note."}))
+    text = "\n".join(sections(tmp_path, {"bert-new": "The note."}))
     assert text.count("## ") == 1 and text.startswith("## bert-new: the gate\n\nThe note.")
     assert "| unsup | `long` | x | 40.32 | 47.30 | no |" in text and "Chosen" not in text
     assert "SciFact nDCG@10 (not part of the rule)" in text
@@ -60,16 +64,16 @@ def test_a_gate_passed_in_one_regime_stops_only_the_other(tmp_path: Path) -> Non
     choice = json.loads(choice_file.read_text())
     choice["regimes"]["sup"] = {"budget": "long", "passed": True, "set": []}
     choice_file.write_text(json.dumps(choice), encoding="utf-8")
-    text = "\n".join(gate_sections(tmp_path, {}))
+    text = "\n".join(sections(tmp_path, {}))
     assert "supervised: `long` **passed**" in text
     assert "**No unsupervised grid** until its cause is found; the supervised grid runs under `long`." in text
 
 
 def test_a_passed_gate_has_no_stop_line_and_no_folder_means_no_section(tmp_path: Path) -> None:
     write_gate(tmp_path / "bert-new", "gate", passed=True)
-    text = "\n".join(gate_sections(tmp_path, {}))
+    text = "\n".join(sections(tmp_path, {}))
     assert "**passed**" in text and "No grid" not in text and "diagnosis" not in text
-    assert gate_sections(tmp_path / "none", {}) == []
+    assert sections(tmp_path / "none", {}) == []
 
 
 def test_table_lines_stop_after_the_table(tmp_path: Path) -> None:
@@ -83,7 +87,7 @@ def test_a_damaged_choice_is_one_error_naming_the_file(tmp_path: Path) -> None:
     write_gate(tmp_path / "bert-new", "gate", passed=False)
     (tmp_path / "bert-new" / "choice.json").write_text('{"rule": "gate", ', encoding="utf-8")
     with pytest.raises(DataError, match=r"choice\.json"):
-        gate_sections(tmp_path, {})
+        sections(tmp_path, {})
 
 
 def test_a_backbone_with_a_grid_keeps_its_note_in_the_grid_section_only() -> None:
@@ -96,11 +100,10 @@ def test_a_backbone_with_a_grid_keeps_its_note_in_the_grid_section_only() -> Non
 
 
 def test_a_regime_whose_gate_failed_is_named_so_in_the_grid_sections(tmp_path: Path) -> None:
-    from lwap.compare.grid import Grid
     from lwap.compare.report import gate_failed
 
     write_gate(tmp_path / "budget" / "bert-new", "gate", passed=False)
-    grid = Grid(tmp_path, tmp_path / "work")
-    assert gate_failed(grid, "benchmarks/backbones/bert-new", "unsup")
-    assert not gate_failed(grid, "benchmarks/backbones/bert-new", "sup")  # not in the choice: not failed
-    assert not gate_failed(grid, "benchmarks/backbones/other", "unsup")  # no gate at all
+    gates = read_gates(tmp_path / "budget")
+    assert gate_failed(gates, "benchmarks/backbones/bert-new", "unsup")
+    assert not gate_failed(gates, "benchmarks/backbones/bert-new", "sup")  # not in the choice: not failed
+    assert not gate_failed(gates, "benchmarks/backbones/other", "unsup")  # no gate at all
