@@ -66,6 +66,14 @@ def attention_section(grid: Grid, backbones: list[str], wording: Wording) -> lis
         f"`{wording.prog} figure` draws it from the cell files: the mean attention",
         "each hidden state receives as a key (over query layers and STS-B test sentences), seeds averaged.",
         f"`retrained` marks profiles measured on a retrain of the cell (`{wording.short} reprofile`).",
+        *(
+            [
+                "Where the same heads start, before training: [ATTENTION_AT_INIT.md](ATTENTION_AT_INIT.md)",
+                "(`python benchmarks/lwap_attention_at_init.py`).",
+            ]
+            if wording.repository
+            else []
+        ),
         "",
     ]
     for regime, profiles in by_regime.items():
