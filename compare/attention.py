@@ -116,14 +116,16 @@ def draw_figure(results: Path, output: Path, wording: Wording | None = None) -> 
     by_regime = {regime: attention_profiles(grid, found, regime) for regime in REGIMES}
     entries = max((len(series) for series in by_regime.values()), default=0) + 2
     figure, panels = plt.subplots(1, len(REGIMES), figsize=(12, 4.2 + 0.18 * entries), sharey=True)
-    colours = [(backbone, row) for backbone in found for row in FIGURE_ROWS]
+    # one colour per drawn (backbone, row), the same in both panels; tab10's "C0".."C9" repeat past ten
+    drawn = list(dict.fromkeys((p.backbone, p.row) for series in by_regime.values() for p in series))
+    palette = plt.get_cmap("tab10" if len(drawn) <= 10 else "tab20")
     top = max((max(p.attention) for series in by_regime.values() for p in series), default=1.0)
     for panel, regime in zip(panels, REGIMES, strict=True):
         series = by_regime[regime]
         width = 0.8 / max(len(series), 1)
         for i, profile in enumerate(series):
             x = [j + (i - (len(series) - 1) / 2) * width for j in range(len(profile.attention))]
-            colour = f"C{colours.index((profile.backbone, profile.row))}"  # the same in both panels
+            colour = palette(drawn.index((profile.backbone, profile.row)) % palette.N)
             panel.bar(x, profile.attention, width=width, label=profile.label, color=colour)
         if series:
             # backbones of different depths share the axis: layer i at x = i, each depth its uniform line
