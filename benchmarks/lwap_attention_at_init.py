@@ -93,7 +93,8 @@ def backbone_table(backbone: str, seed: int, texts: list[str], grid: Grid) -> li
     for regime in REGIMES:
         for profile in attention_profiles(grid, [backbone], regime):
             if profile.row == "lwap":
-                label = f"attention trained, {REGIME_WORDS[regime]} ({profile.seeds} seeds)"
+                seeds = f"{profile.seeds} seed{'s' * (profile.seeds > 1)}"
+                label = f"attention trained, {REGIME_WORDS[regime]} ({seeds})"
                 lines.append(row(label, profile.attention))
     lines += [
         "",
