@@ -80,7 +80,8 @@ sits on, though far from BERT-Mini's pretraining (BERT's recipe: about 43 B toke
 Poolers that read several layers see its middle layers layer-normed (`NormalizeHiddenStates`, pre-
 registered in docs/COMPARE.md). No grid runs on it before the gate (issue 36): trained `cls` and `mean`
 at least 5 (unsupervised) and 10 (supervised) above every untouched row on Avg. (all), under budgets
-fixed before the backbone existed.""",
+fixed before the backbone existed. It passed supervised and failed unsupervised ("the gate" below, with
+the diagnosis), so its grid is supervised only, under the gate's first budget (`long`).""",
 }
 
 INTRO = """\
