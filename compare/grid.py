@@ -49,8 +49,20 @@ COMPONENT_VARIANTS: dict[str, tuple[str, ...]] = {
     "lwap-meanq-attn": ("model.lwap_queries=mean", "model.lwap_output=attention"),
     "lwap-latent-attn": ("model.lwap_queries=latent", "model.lwap_output=attention"),
 }
-VARIANTS: dict[str, tuple[str, ...]] = {**NATIVE_VARIANTS, **COMPONENT_VARIANTS}  # rows that are `lwap`
-ROWS = POOLERS + tuple(VARIANTS)
+# The levels' scales made alike (issue 50): `lwap` with every level it reads layer-normed, no parameters.
+SCALE_VARIANTS: dict[str, tuple[str, ...]] = {"lwap-levelnorm": ("model.lwap_level_norm=all",)}
+VARIANTS: dict[str, tuple[str, ...]] = {  # rows that are `lwap`
+    **NATIVE_VARIANTS,
+    **COMPONENT_VARIANTS,
+    **SCALE_VARIANTS,
+}
+# Controls for the paper's claims (issue 50), rows of their own beside the default poolers: supervised
+# SimCSE's own baseline, `cls` with its MLP kept at inference (SimCSE's --pooler_type cls; the grid's
+# `cls` drops it, as unsupervised SimCSE does), and a fixed all-levels mean (`all_levels_avg`: every level
+# LWAP reads, equal weights, the same normalisation LWAP gets).
+CLS_VARIANTS: dict[str, tuple[str, ...]] = {"cls-mlp": ("model.mlp_at_inference=true",)}
+CONTROL_POOLERS = ("all_levels_avg",)
+ROWS = POOLERS + CONTROL_POOLERS + tuple(CLS_VARIANTS) + tuple(VARIANTS)
 
 STS_COLUMNS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 STS_LABELS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
@@ -71,11 +83,12 @@ def shipped_config(name: str) -> str:
 
 
 def pooling_of(row: str) -> str:
-    return "lwap" if row in VARIANTS else row
+    return "lwap" if row in VARIANTS else "cls" if row in CLS_VARIANTS else row
 
 
 def variant_overrides(row: str, regime: str) -> list[str]:
-    return [o.format(warmup=WARMUP_STEPS[regime]) for o in VARIANTS.get(row, ())]
+    overrides = VARIANTS.get(row) or CLS_VARIANTS.get(row, ())
+    return [o.format(warmup=WARMUP_STEPS[regime]) for o in overrides]
 
 
 def backbone_name(backbone: str) -> str:

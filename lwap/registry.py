@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from lwap.errors import ConfigError, unknown_value
-from lwap.lwap_choices import LWAP_OUTPUTS, LWAP_QUERIES, LWAP_STARTS, NATIVE_POOLINGS, SCORE_SCALES
+from lwap.lwap_choices import (
+    LWAP_OUTPUTS,
+    LWAP_QUERIES,
+    LWAP_STARTS,
+    NATIVE_POOLINGS,
+    SCORE_SCALES,
+)
+
+# What `lwap_level_norm` takes: not in lwap_choices (copied into model folders), since the LWAP module never
+# sees it: the norm is a module of its own placed before the head.
+LWAP_LEVEL_NORMS = ("auto", "all")
 
 
 @dataclass(frozen=True)
@@ -75,7 +85,9 @@ def _lwap(
     lwap_queries: str,
     lwap_latent_queries: int,
     lwap_output: str,
+    lwap_level_norm: str,
 ) -> list[Any]:
+    from lwap.hidden_state_norm import NormalizeHiddenStates
     from lwap.layerwise_attention import LayerwiseAttentionPooling
 
     states = backbone.num_layers + 1
@@ -92,12 +104,16 @@ def _lwap(
         )
     except ValueError as error:  # a layer index past this backbone's hidden states
         raise ConfigError(f"lwap_layers: {error}") from None
+    # `all`: every level LWAP reads gets a parameter-free LayerNorm per token, so no level's scale (an
+    # embedding output twice the others' norm, say) weighs in its keys and values (issue 50)
+    read = list(range(states)) if lwap_layers is None else lwap_layers
+    levels = [NormalizeHiddenStates(read)] if lwap_level_norm == "all" else []
     if lwap_start == "random":
-        return [head]
+        return [*levels, head]
     from lwap.native_pooling import native_pooling_modules, normalize_after_correction
 
     native = native_pooling_modules(backbone.source, backbone.hidden_size, native_pooling)
-    return [*native, head, *normalize_after_correction(native)]
+    return [*levels, *native, head, *normalize_after_correction(native)]
 
 
 def _weighted(backbone: Backbone, weighted_layer_start: int) -> list[Any]:
@@ -140,6 +156,10 @@ def _first_last_avg(backbone: Backbone) -> list[Any]:
 
 def _last2_avg(backbone: Backbone) -> list[Any]:
     return _mean_of_layers(backbone, [backbone.num_layers - 1, backbone.num_layers])
+
+
+def _all_levels_avg(backbone: Backbone) -> list[Any]:
+    return _mean_of_layers(backbone, list(range(backbone.num_layers + 1)))  # the embedding output too
 
 
 POOLERS: dict[str, Pooler] = {
@@ -203,6 +223,14 @@ POOLERS: dict[str, Pooler] = {
                     "| attention (the attention alone)",
                     choices=LWAP_OUTPUTS,
                 ),
+                Option(
+                    "lwap_level_norm",
+                    str,
+                    "auto",
+                    "auto (the levels as the backbone gives them; a pre-LayerNorm backbone's raw layers "
+                    "normalised) | all (every level LWAP reads layer-normed, no parameters: alike scales)",
+                    choices=LWAP_LEVEL_NORMS,
+                ),
             ),
         ),
         Pooler(
@@ -235,6 +263,12 @@ POOLERS: dict[str, Pooler] = {
             _first_last_avg,
         ),
         Pooler("last2_avg", "masked mean of the last two layers", True, _last2_avg),
+        Pooler(
+            "all_levels_avg",
+            "masked mean of every hidden state, embedding output included, equal weights (LWAP's levels)",
+            True,
+            _all_levels_avg,
+        ),
     )
 }
 POOLINGS = tuple(POOLERS)

@@ -78,6 +78,33 @@ def test_an_lwap_component_variant_runs_as_its_own_row(tiny_bert: Path, tmp_path
     assert "- `lwap-latent-attn`: `model.lwap_queries=latent`, `model.lwap_output=attention`" in text
 
 
+def test_the_paper_controls_run_as_rows_of_their_own(tiny_bert: Path, tmp_path: Path) -> None:
+    """Issue 50's rows: `cls-mlp` is `cls` with SimCSE's MLP kept at inference; `all_levels_avg` averages
+    every level with fixed equal weights."""
+    mirror = data_mirror(tmp_path / "data")
+    (mirror / "nli").mkdir()
+    triplets = ["sent0,sent1,hard_neg", *(f"a man {w} here,someone {w},nobody {w} at all" for w in WORDS)]
+    (mirror / "nli" / "snli_dev_test_triplets.csv").write_text("\n".join(triplets) + "\n", encoding="utf-8")
+    env = environment(mirror)
+    results = tmp_path / "lwap-compare"
+    grid = Grid(results, results / "work")
+    run = compare("run", "--regime", "sup", "--backbone", str(tiny_bert), "--poolers", "cls-mlp")
+    run += ["all_levels_avg", "--seeds", "0", "--results", str(results), "--no-untouched", "--tasks", "sts"]
+    budget = ["training.max_steps=2", "training.per_device_batch_size=16", "data.max_examples=64"]
+    run += [a for o in [*budget, "output.save_steps=2", "eval.eval_steps=2"] for a in ("--set", o)]
+    done = subprocess.run(run, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    work = grid.work_dir(str(tiny_bert)) / "sup"
+    cell = json.loads(grid.cell_file(str(tiny_bert), "sup", "cls-mlp", 0).read_text())
+    assert "model.pooling=cls" in cell["overrides"] and cell["variant"] == ["model.mlp_at_inference=true"]
+    mlp = next((work / "cls-mlp-seed0" / "model").glob("*TrainingOnlyMLP/config.json"))
+    assert json.loads(mlp.read_text())["at_inference"] is True
+    cell = json.loads(grid.cell_file(str(tiny_bert), "sup", "all_levels_avg", 0).read_text())
+    assert "model.pooling=all_levels_avg" in cell["overrides"] and not cell.get("variant")
+    layers = next((work / "all_levels_avg-seed0" / "model").glob("*LayerMean/config.json"))
+    assert json.loads(layers.read_text())["layers"] == [0, 1, 2, 3, 4, 5]  # the tiny BERT's 5 layers + 0
+
+
 @pytest.mark.slow
 def test_a_tiny_grid_runs_end_to_end_and_resumes_after_a_killed_cell(tiny_bert: Path, tmp_path: Path) -> None:
     """2 poolers × 2 seeds through `lwap compare run`: the grid is killed (SIGKILL to the runner and its

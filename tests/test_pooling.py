@@ -186,6 +186,38 @@ def test_first_last_avg_uses_first_transformer_layer_not_embeddings() -> None:
     assert build_head("last2_avg", Backbone(hidden_size=8, num_layers=4))[0].layers == [3, 4]
 
 
+def test_all_levels_avg_is_the_equal_weight_mean_of_every_level_lwap_reads() -> None:
+    layer_mean, pooling = build_head("all_levels_avg", Backbone(hidden_size=8, num_layers=4))
+    assert layer_mean.layers == [0, 1, 2, 3, 4]  # the embedding output too, as LWAP's default levels
+    layers, mask = hand_made_features(num_states=5)
+    out = pooling(layer_mean({"all_layer_embeddings": tuple(layers), "attention_mask": mask}))
+    m = mask.unsqueeze(-1).float()
+    per_level = [(h * m).sum(1) / m.sum(1) for h in layers]  # t_l, LWAP's keys and values before W_k, W_v
+    torch.testing.assert_close(out["sentence_embedding"], torch.stack(per_level).mean(0))
+
+
+@pytest.mark.parametrize("lwap_layers", [None, [0, 2, 4]])
+def test_level_norm_all_layer_norms_every_level_lwap_reads(lwap_layers) -> None:
+    from lwap.hidden_state_norm import NormalizeHiddenStates
+
+    backbone = Backbone(hidden_size=8, num_layers=4)
+    norm, head = build_head("lwap", backbone, lwap_level_norm="all", lwap_layers=lwap_layers)
+    assert isinstance(norm, NormalizeHiddenStates)
+    assert norm.layers == (lwap_layers or [0, 1, 2, 3, 4])
+    assert len(build_head("lwap", backbone)) == 1  # auto: the paper's head alone
+    layers, mask = hand_made_features(num_states=5)
+    scaled = [h * (10.0 if i == 0 else 1.0) + 3.0 for i, h in enumerate(layers)]  # one level 10× the rest
+    features = norm({"all_layer_embeddings": tuple(scaled), "attention_mask": mask})
+    for i in norm.layers:
+        level = features["all_layer_embeddings"][i]
+        torch.testing.assert_close(level.mean(-1), torch.zeros(level.shape[:-1]), atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            level.var(-1, unbiased=False), torch.ones(level.shape[:-1]), atol=1e-3, rtol=0
+        )
+    out = head(features)["sentence_embedding"]
+    assert out.shape == (3, 8) and torch.isfinite(out).all()
+
+
 @pytest.mark.parametrize(
     ("pooling", "options"),
     [(pooling, {}) for pooling in POOLINGS] + [("lwap", options) for options in OPTION_SETS[1:]],

@@ -39,7 +39,15 @@ def config_error(tmp_path: Path, **model: object) -> str:
 def test_option_names_are_unique_across_poolers() -> None:
     listed = [option.name for pooler in registry.POOLERS.values() for option in pooler.options]
     assert len(listed) == len(set(listed)) == len(registry.OPTIONS)
-    assert registry.POOLINGS == ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
+    assert registry.POOLINGS == (
+        "lwap",
+        "weighted",
+        "cls",
+        "mean",
+        "first_last_avg",
+        "last2_avg",
+        "all_levels_avg",
+    )
 
 
 def test_model_config_has_a_field_per_option_with_its_type_and_default() -> None:
