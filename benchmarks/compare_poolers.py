@@ -9,6 +9,8 @@
 The same subcommands as `lwap compare` (see `lwap compare --help` and lwap/compare, installed from
 compare/), with the cells in benchmarks/results/compare (tracked), models and checkpoints in
 outputs/compare (not tracked), the report in docs/RESULTS.md and the figure in docs/layer_attention.png.
+The report is the repository's own (benchmarks/grid/report_repository.py): `lwap compare`'s generic
+report with these experiments' notes, gates, overview, decomposition and re-runs added.
 Run from anywhere: it works in the repository root, where the grids' relative backbone paths
 (../shared/models/...) were recorded.
 """
@@ -20,7 +22,11 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+# the repository root, wherever this file sits below it (found by its pyproject.toml)
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(REPO))
+
 RESULTS = "benchmarks/results/compare"
 DEFAULTS = {
     "work_dir": "outputs/compare",
@@ -30,8 +36,8 @@ DEFAULTS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.grid.report_repository import RepositoryReport
     from lwap.compare import cli
-    from lwap.compare.prose import REPOSITORY
     from lwap.errors import LwapError
 
     os.chdir(REPO)
@@ -43,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "output", "") is None:
         args.output = DEFAULTS[(args.compare_command, "output")]
     try:
-        return cli.run(args, REPOSITORY)
+        return cli.run(args, RepositoryReport)
     except LwapError as error:  # a user's mistake: one line, exit 2, as `lwap compare` does
         print(f"compare_poolers.py: error: {error}", file=sys.stderr)
         return 2

@@ -4,10 +4,12 @@ A *cell* is one (regime, pooler, seed) of one backbone: `lwap train compare/<reg
 pooling, the seed and the output folder changed, then `lwap eval` of the kept model. Finished cells are
 small JSON files in the results folder; the report and the figure are made from them alone.
 
-Modules, one job each: `grid` (what a grid is: regimes, poolers, where cells live), `locks` (one process
-per cell), `settings` (what a cell's numbers depend on), `cells` (reading and writing cell files),
-`runner` (training and evaluating the missing cells), `maintenance` (profiles for older cells), `report`,
-`overview` (`lwap` against `cls` on every backbone, one table), `verdicts`, `prose` (the report's fixed
-text), `attention` (the layer-attention section and figure), `geometry` and `geometry_section`
-(alignment and uniformity), `reruns` (what a re-run reproduces), `cli` (the `lwap compare` subcommands).
+Modules, one job each: `grid` (what a grid is: regimes, poolers, where cells live), `settings` (what a
+cell's numbers depend on), `cells` (reading and writing cell files), `runner` (training and evaluating
+the missing cells; one process per cell through `lwap.locking`), `maintenance` (profiles for older
+cells), `report` (the generic report, and the hooks a report of one's own overrides), `verdicts` and
+`summaries` (what the report reads off a grid), `prose` (the report's fixed text and wording),
+`attention` (the layer-attention section and figure), `geometry` and `geometry_section` (alignment and
+uniformity), `cli` (the `lwap compare` subcommands). The repository's own report of its grids
+(docs/RESULTS.md) is not here: benchmarks/grid/report_*.py, through `report.Report`'s hooks.
 """

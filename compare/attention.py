@@ -4,6 +4,7 @@ as the report's section and as a figure (one panel per regime)."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,9 +53,12 @@ def layer_name(index: int) -> str:
     return "the embedding output" if index == 0 else f"layer {index}"
 
 
-def attention_section(grid: Grid, backbones: list[str], wording: Wording) -> list[str]:
+def attention_section(
+    grid: Grid, backbones: list[str], wording: Wording, notes: Sequence[str] = ()
+) -> list[str]:
     """The figure in the report, and what each profile shows in numbers: where its attention peaks, what
-    its last layer gets against uniform, and how the paper's `lwap` differs between the backbones."""
+    its last layer gets against uniform, and how the paper's `lwap` differs between the backbones;
+    `notes` end the section's introduction (a report's own lines, `Report.attention_notes`)."""
     by_regime = {regime: attention_profiles(grid, backbones, regime) for regime in REGIMES}
     if not any(by_regime.values()):
         return []
@@ -66,14 +70,7 @@ def attention_section(grid: Grid, backbones: list[str], wording: Wording) -> lis
         f"`{wording.prog} figure` draws it from the cell files: the mean attention",
         "each hidden state receives as a key (over query layers and STS-B test sentences), seeds averaged.",
         f"`retrained` marks profiles measured on a retrain of the cell (`{wording.short} reprofile`).",
-        *(
-            [
-                "Where the same heads start, before training: [ATTENTION_AT_INIT.md](ATTENTION_AT_INIT.md)",
-                "(`python benchmarks/lwap_attention_at_init.py`).",
-            ]
-            if wording.repository
-            else []
-        ),
+        *notes,
         "",
     ]
     for regime, profiles in by_regime.items():

@@ -10,12 +10,16 @@ from the cell files alone.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lwap.compare.geometry import FIGURE
 from lwap.compare.grid import BACKBONE, PLANNED_SEEDS, POOLERS, REGIMES, ROWS, Grid, shipped_config
-from lwap.compare.prose import Wording
 from lwap.errors import ConfigError
+
+if TYPE_CHECKING:
+    from lwap.compare.report import Report
 
 HELP = "compare poolers under one budget: run a grid of cells, report, figure"
 DEFAULT_RESULTS = "lwap-compare"
@@ -108,9 +112,10 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     check_backbone(args.backbone, trust_remote_code=config.model.trust_remote_code)
 
 
-def run(args: argparse.Namespace, wording: Wording | None = None) -> int:
-    """One subcommand; `wording` is how the report names its commands (the repository's wrapper passes
-    its own, else the report says `lwap compare` and the results folder)."""
+def run(args: argparse.Namespace, make_report: Callable[[Path], Report] | None = None) -> int:
+    """One subcommand; `make_report` makes the report of a results folder for `report` and `figure` (the
+    repository's wrapper passes its own, benchmarks/grid/report_repository.py; else the generic
+    `lwap.compare.report.Report`, which names `lwap compare` and the results folder)."""
     grid = grid_of(args)
     command = args.compare_command
     if command == "run":
@@ -127,21 +132,16 @@ def run(args: argparse.Namespace, wording: Wording | None = None) -> int:
             untouched=not args.no_untouched,
             tasks=args.tasks,
         )
-    elif command == "report":
-        from lwap.compare.report import write_report
+    elif command in ("report", "figure"):
+        from lwap.compare.report import Report, write_report
 
-        output = Path(args.output) if args.output else grid.results / "RESULTS.md"
-        write_report(grid.results, output, wording)
-        print(f"wrote {output}")
-    elif command == "figure":
-        from lwap.compare.attention import draw_figure
-        from lwap.compare.geometry_section import draw_geometry_figure
-
-        output = Path(args.output) if args.output else grid.results / "layer_attention.png"
-        draw_figure(grid.results, output, wording)
-        print(f"wrote {output}")
-        if draw_geometry_figure(grid.results, output.with_name(FIGURE), wording):
-            print(f"wrote {output.with_name(FIGURE)}")
+        report = (make_report or Report)(grid.results)
+        if command == "report":
+            output = Path(args.output) if args.output else grid.results / "RESULTS.md"
+            write_report(report, output)
+            print(f"wrote {output}")
+        else:
+            draw_figures(report, Path(args.output) if args.output else grid.results / "layer_attention.png")
     elif command == "attach-profiles":
         from lwap.compare.maintenance import attach_profiles
 
@@ -151,3 +151,14 @@ def run(args: argparse.Namespace, wording: Wording | None = None) -> int:
 
         reprofile(grid, args.backbone, args.regimes, args.seeds)
     return 0
+
+
+def draw_figures(report: Report, output: Path) -> None:
+    """The layer-attention figure at `output` and, beside it, the geometry figure (where cells have it)."""
+    from lwap.compare.attention import draw_figure
+    from lwap.compare.geometry_section import draw_geometry_figure
+
+    draw_figure(report.results, output, report.wording)
+    print(f"wrote {output}")
+    if draw_geometry_figure(report.geometry_panels(), output.with_name(FIGURE), report.wording):
+        print(f"wrote {output.with_name(FIGURE)}")

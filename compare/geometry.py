@@ -2,15 +2,15 @@
 read from the cells and judged: one panel per backbone and regime, one point per pooler, the gaps against
 the seed spread, the rank correlation with the STS average (geometry_section writes and draws them).
 
-A grid run since `lwap eval` measures the geometry has it in every cell. A grid made before keeps only its
-scores, not its models: its cells are retrained for the geometry (same config, overrides and seed; STS
-tasks only) and kept apart, in RESULTS/geometry/<backbone>/<regime>/, with the untouched rows as
-RESULTS/geometry/<backbone>/untouched-<pooling>.json (the repository's: benchmarks/geometry_cells.py).
+A grid run since `lwap eval` measures the geometry has it in every cell; a grid made before has none, and
+no panel here. A report may add panels measured on retrains of such a grid's cells (`Panel.retrained`;
+the repository's: benchmarks/grid/report_geometry.py).
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -66,46 +66,33 @@ def grid_run(cell: dict[str, Any]) -> Run | None:
     return Run(cell["seed"], {m: scores[m] for m in MEASURES}, scores.get("avg_all"), dev, train["best_step"])
 
 
-def retrained_run(cell: dict[str, Any]) -> Run:
-    dev = [(e["step"], e["uniformity"], e["alignment"]) for e in cell.get("dev_geometry", [])]
-    geometry = {m: cell["geometry"][m] for m in MEASURES}
-    return Run(cell["seed"], geometry, cell["scores"].get("avg_all"), dev, cell["train"]["best_step"])
-
-
-def retrained_dir(grid: Grid, backbone: str) -> Path:
-    """Where the geometry retrains of a grid made before the measures are kept."""
-    return grid.results / "geometry" / backbone_name(backbone)
-
-
 def untouched_rows(grid: Grid, backbone: str) -> dict[str, dict[str, Any]]:
+    """The untouched rows whose reference file has the geometry."""
     rows = {}
     for pooling in UNTOUCHED_POOLINGS:
         reference = grid.reference_file(backbone, pooling)
         scores = read(reference)["scores"] if reference.exists() else {}
-        retrained = retrained_dir(grid, backbone) / f"untouched-{pooling}.json"
         if all(m in scores for m in MEASURES):
             rows[pooling] = {"geometry": scores, "sts_avg": scores.get("avg_all")}
-        elif retrained.exists():
-            rows[pooling] = {"geometry": read(retrained)["geometry"], "sts_avg": scores.get("avg_all")}
     return rows
 
 
+def grid_averages(cells: dict[str, list[dict[str, Any]]], poolers: Iterable[str]) -> dict[str, list[float]]:
+    """Each pooler's STS averages over every seed of the grid, which the correlations use."""
+    return {
+        p: [c["scores"]["avg_all"] for c in cells.get(p, []) if "avg_all" in c["scores"]] for p in poolers
+    }
+
+
 def panel(grid: Grid, backbone: str, regime: str) -> Panel | None:
+    """One grid's panel from its own cells; None where no cell has the geometry."""
     cells = load_cells(grid.cells_dir(backbone) / regime)
     runs = {p: [r for c in cells.get(p, []) if (r := grid_run(c))] for p in POOLERS}
     runs = {p: found for p, found in runs.items() if found}
-    retrained = not runs
-    if retrained:
-        for path in sorted((retrained_dir(grid, backbone) / regime).glob("*-seed*.json")):
-            cell = read(path)
-            runs.setdefault(cell["pooler"], []).append(retrained_run(cell))
-        runs = {p: sorted(runs[p], key=lambda r: r.seed) for p in POOLERS if p in runs}
     if not runs:
         return None
-    grid_avg = {
-        p: [c["scores"]["avg_all"] for c in cells.get(p, []) if "avg_all" in c["scores"]] for p in runs
-    }
-    return Panel(backbone, regime, runs, retrained, untouched_rows(grid, backbone), grid_avg)
+    averages = grid_averages(cells, runs)
+    return Panel(backbone, regime, runs, False, untouched_rows(grid, backbone), averages)
 
 
 def panels(results: Path) -> list[Panel]:

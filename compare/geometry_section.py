@@ -3,6 +3,7 @@ pooler (seeds averaged, bars ± sd), × for the untouched backbone, one panel pe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from lwap.compare.geometry import (
@@ -14,17 +15,16 @@ from lwap.compare.geometry import (
     answers,
     comparisons,
     order,
-    panels,
     stats,
     table,
 )
-from lwap.compare.prose import Wording, user_wording
+from lwap.compare.prose import Wording
 
 TITLE = "Embedding geometry: alignment, uniformity, anisotropy"
 
 
-def intro(found: list[Panel], wording: Wording) -> list[str]:
-    lines = [
+def intro(wording: Wording, notes: Sequence[str]) -> list[str]:
+    return [
         f"## {TITLE}",
         "",
         f"![alignment vs uniformity per pooler]({FIGURE})",
@@ -40,27 +40,17 @@ def intro(found: list[Panel], wording: Wording) -> list[str]:
         "point is a pooler's mean over its seeds (± sd across seeds where it has several); `dev uniformity`",
         "is STS-B dev before training and at the kept checkpoint (the trajectory each run draws in its",
         "`training_curves.png`). The geometry is reported, not used to pick checkpoints.",
+        *notes,
+        "",
     ]
-    if any(p.retrained for p in found):
-        command = (
-            "python benchmarks/geometry_cells.py run" if wording.repository else "a retrain of each cell"
-        )
-        lines += [
-            "",
-            "Panels marked *retrained* are grids made before these measures, whose cells keep no models:",
-            "their poolers were retrained with each cell's own config, overrides and seed",
-            f"(`{command}`), evaluated on the STS tasks only, and kept in",
-            f'`{wording.results}geometry/`. Their "STS avg (these runs)" is the retrained runs\' own;',
-            '"STS avg (grid)" is the grid\'s mean over all its seeds, which the correlations use.',
-        ]
-    return [*lines, ""]
 
 
-def geometry_section(results: Path, wording: Wording) -> list[str]:
-    found = panels(results)
+def geometry_section(found: list[Panel], wording: Wording, notes: Sequence[str] = ()) -> list[str]:
+    """The section for `found` (`geometry.panels`, or a report's own: `Report.geometry_panels`); `notes`
+    end its introduction (`Report.geometry_notes`). Nothing where no panel has geometry."""
     if not found:
         return []
-    lines = [*intro(found, wording), *answers(found), ""]
+    lines = [*intro(wording, notes), *answers(found), ""]
     for p in found:
         lines += [f"### {p.title}", "", *table(p), ""]
         lines += [f"- Order by {m}, lowest first: {order(p, m)}." for m in MEASURES]
@@ -68,9 +58,8 @@ def geometry_section(results: Path, wording: Wording) -> list[str]:
     return lines
 
 
-def draw_geometry_figure(results: Path, output: Path, wording: Wording | None = None) -> bool:
-    """The figure; False (nothing drawn) where no cell has geometry."""
-    found = panels(results)
+def draw_geometry_figure(found: list[Panel], output: Path, wording: Wording) -> bool:
+    """The figure of `found` (as `geometry_section`); False (nothing drawn) where there is no panel."""
     if not found:
         return False
     import matplotlib
@@ -80,7 +69,6 @@ def draw_geometry_figure(results: Path, output: Path, wording: Wording | None = 
 
     from lwap.files import save_figure_atomically
 
-    wording = wording or user_wording(f"{results}/")
     columns = min(len(found), 2)
     rows = -(-len(found) // columns)
     figure, axes = plt.subplots(rows, columns, figsize=(6.2 * columns, 4.8 * rows), squeeze=False)

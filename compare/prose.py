@@ -1,5 +1,6 @@
-"""The report's fixed prose: what the repository's grids are (its intro and backbone notes), and how the
-report names its own commands, so one report module serves the repository's grids and a user's."""
+"""The report's fixed prose for any grid: how the report names its own commands, its generic intro and
+opening. A report with prose of its own (the repository's: benchmarks/grid/report_prose.py) passes its
+wording and intro through `lwap.compare.report.Report`."""
 
 from __future__ import annotations
 
@@ -8,106 +9,15 @@ from typing import NamedTuple
 
 class Wording(NamedTuple):
     """How the report names things: the command that makes it (`prog run`, `prog report`), a short name
-    for it, the results folder as shown, and whether the repository's own intro applies (its budget,
-    timings and backbones; a user's grid gets a short generic one)."""
+    for it, and the results folder as shown."""
 
     prog: str
     short: str
     results: str
-    repository: bool
-    rerun: str = "lwap compare run"  # how the re-runs of "What a re-run reproduces" were made
 
 
 def user_wording(results: str) -> Wording:
-    return Wording("lwap compare", "lwap compare", results, repository=False)
-
-
-REPOSITORY = Wording(
-    "python benchmarks/compare_poolers.py",
-    "compare_poolers.py",
-    "benchmarks/results/compare/",
-    repository=True,
-    rerun="bash benchmarks/rerun_cells.sh",
-)
-
-# What a backbone's sections are called where its name alone would mislead (issue 36: the first
-# from-scratch BERT never left the unigram plateau; its sections stay, named for what they measure).
-BACKBONE_TITLES = {"bert-mlm-4l256": "bert-mlm-4l256, an MLM model on the unigram plateau"}
-
-
-def backbone_title(name: str, wording: Wording) -> str:
-    return BACKBONE_TITLES.get(name, name) if wording.repository else name
-
-
-BACKBONE_NOTES = {
-    "minilm-l6-mlm": """\
-`../shared/models/minilm-l6-mlm/` is all-MiniLM-L6-v2 continued with masked-language-model training on
-the Wikipedia mirror (its SOURCE.md says how): a last layer last trained for token prediction, as in the
-LWAP paper's regime. **It is a proxy, not bert-base**: 6 layers, H = 384, short MLM training
-(perplexity 79), its lower layers and its [CLS] still carry part of all-MiniLM-L6-v2's contrastive
-training (untouched [CLS] scores far above bert-base's), so absolute numbers are not comparable with the
-paper's or SimCSE's bert-base tables; the rankings are what this answers. Same budgets as the MiniLM grid
-(the config files named in each section); its untouched rows are the backbone with mean pooling, with
-its plain last [CLS] and with the first-last average (SimCSE's "BERT [CLS]" and "BERT (first-last avg.)").""",
-    "bert-mlm-4l256": """\
-`benchmarks/backbones/bert-mlm-4l256/` is a BERT made here from random weights with masked-language
-modelling only (`benchmarks/pretrain_mlm.py`; its SOURCE.md and docs/PRETRAIN.md): no sentence-level
-objective ever touched any of its layers, which is the LWAP paper's regime. **It is small and early in
-MLM training, not bert-base**: 4 layers, H = 256, 11 M parameters, 12.9 M tokens of Wikipedia in 800
-steps (1.7 CPU-hours), held-out MLM perplexity 901 against 1,453 for a unigram model, where bert-base's
-is single digits. Its untouched last [CLS] is near useless for STS, as bert-base's is (SimCSE's
-"BERT [CLS]" row), and its mean and first-last average are far above it. Its budget is the one
-`benchmarks/budget_probe.py` chose by a rule fixed before the backbone existed (the first budget under
-which plain SimCSE `cls` beats every untouched row by 2 points, else the largest tried;
-`benchmarks/results/compare/budget/bert-mlm-4l256/README.md`), the same for every pooler and seed, with
-`weighted` over the top half of its 4 layers (`model.weighted_layer_start=3`), as on the 6-layer
-backbones; each section names the settings. **No budget tried met that bar**, so each regime runs the
-largest tried: the supervised one already uses every SNLI triplet of the mirror 3 times, and the
-unsupervised one costs half a CPU-hour a cell. Trained `cls` gains over the untouched [CLS] row (much
-when supervised, little when not) but stays below the untouched first-last average, which SimCSE's
-bert-base clears by 36 points unsupervised (76.25 against 39.70 in its paper); each section's budget
-check has the numbers. A pooler gap on this backbone is measured under an under-trained SimCSE. **Kept for
-what it is, an MLM model on the unigram plateau**: issue 36's `bert-prenorm-4l256-sentences`, pretrained
-past that plateau (docs/PRETRAIN.md, "The long run"), replaces it as the stand-in for the paper's regime.""",
-    "bert-prenorm-4l256-sentences": """\
-`benchmarks/backbones/bert-prenorm-4l256-sentences/` is issue 36's backbone: made here from random
-weights with masked-language modelling only (`benchmarks/pretrain_long_run.sh`; its SOURCE.md and
-docs/PRETRAIN.md, "The long run"), pre-LayerNorm (transformers' `roberta-prelayernorm`), 4 layers, H =
-256, 11 M parameters, 150 M tokens of the Wikipedia mirror one sentence a row, without dropout
-(Cramming's recipe; exported with SimCSE's 0.1), 10.9 CPU-hours. Held-out MLM loss 3.511 (perplexity
-33.5) against 7.339 for a unigram model on the same masked tokens: it has left the plateau bert-mlm-4l256
-sits on, though far from BERT-Mini's pretraining (BERT's recipe: about 43 B tokens, some 280 times more).
-Poolers that read several layers see its middle layers layer-normed (`NormalizeHiddenStates`, pre-
-registered in docs/COMPARE.md). No grid runs on it before the gate (issue 36): trained `cls` and `mean`
-at least 5 (unsupervised) and 10 (supervised) above every untouched row on Avg. (all), under budgets
-fixed before the backbone existed. It passed supervised and failed unsupervised ("the gate" below, with
-the diagnosis), so its grid is supervised only, under the gate's first budget (`long`).""",
-}
-
-INTRO = """\
-First backbone (the sections without a backbone name): the packaged all-MiniLM-L6-v2 (6 layers,
-H = 384). It was already trained contrastively with mean pooling on a billion pairs, so its sections
-measure what a short SimCSE run does to an already strong sentence encoder with each pooler (new heads —
-`lwap`'s attention, `cls`'s MLP — start random), not what the LWAP paper measured (bert-base from MLM
-pre-training). The other backbones, each introduced in its own "the backbone" section, come closer to
-the paper's regime: a last layer trained for token prediction.
-
-Budget (identical for every pooler and seed; only `model.pooling` and `training.seed` differ, so a seed
-gives every pooler the same data order):
-- unsupervised: `configs/compare/unsup-minilm.yaml`, 200 steps × 64 Wikipedia sentences, lr 3e-5, bf16;
-- supervised: `configs/compare/sup-minilm.yaml`, 1 epoch = 99 steps × 64 SNLI triplets, lr 2e-5, bf16;
-- both: τ = 0.05, max length 32, STS-B dev every 50 / 33 steps, the best checkpoint kept (SimCSE's
-  model selection), then `lwap eval --tasks all --precision bf16 --max-seq-length 256` (senteval data;
-  cosine Spearman × 100; 256 tokens = the backbone's own inference length, for every row).
-
-Time on 2 quiet cores: an unsupervised cell about 5.3 minutes (training ~3 min, evaluation ~2.4 min, most
-of it the SciFact corpus at 256 tokens), a supervised one about 4.1, so a regime's 18 cells take about 95
-and 75 minutes (each section's grid line gives the measured median).
-
-Cells show mean ± standard deviation over seeds (a plain number where a pooler has one seed so far).
-STS12–16 columns use `all` aggregation (SimCSE); Avg. (wmean) averages the seven tasks with STS12–16
-under `wmean` (the LWAP paper's). "dev before → best" is STS-B dev Spearman × 100 at step 0 and of the
-kept checkpoint."""
+    return Wording("lwap compare", "lwap compare", results)
 
 
 GENERIC_INTRO = """\
@@ -122,9 +32,9 @@ under `wmean` (the LWAP paper's). "dev before → best" is STS-B dev Spearman ×
 kept checkpoint."""
 
 
-def header(wording: Wording, others: list[str]) -> list[str]:
-    """The report's opening: where it comes from, and what the grids are."""
-    intro = INTRO if wording.repository else GENERIC_INTRO
+def header(wording: Wording, intro: str, backbones_line: str | None) -> list[str]:
+    """The report's opening: where it comes from, what the grids are, and (where given) a line on the
+    backbones besides the default one."""
     return [
         "# Pooler comparison",
         "",
@@ -135,15 +45,12 @@ def header(wording: Wording, others: list[str]) -> list[str]:
         "",
         intro,
         "",
-        *([other_backbones_line(wording, others), ""] if wording.repository or others else []),
+        *([backbones_line, ""] if backbones_line else []),
     ]
 
 
-def other_backbones_line(wording: Wording, names: list[str]) -> str:
-    if names:
-        return "Other backbones in this report (own sections below, own budgets): " + ", ".join(names) + "."
-    return (
-        "No other backbone has been run: no MLM-only backbone existed under `../shared/models/` when the\n"
-        f"grid ran. When one appears, `{wording.prog} run --regime unsup --backbone\n"
-        "../shared/models/NAME [--set KEY=VALUE ...]` gives it its own sections here."
-    )
+def other_backbones_line(names: list[str]) -> str | None:
+    """The backbones besides the default one, where there are any."""
+    if not names:
+        return None
+    return "Other backbones in this report (own sections below, own budgets): " + ", ".join(names) + "."

@@ -1,19 +1,23 @@
 """The comparison as Markdown, from the cell files alone: per backbone and regime a table (mean ± std
-over seeds), the verdicts, the attention and geometry sections, what a re-run reproduces, and every run
-listed."""
+over seeds) and the verdicts, the attention and geometry sections, and every run listed.
+
+`Report` is the generic report `lwap compare report` writes for any results folder. Its hooks (its
+methods that add nothing here) are the seam where a report of one's own adds sections and prose; the
+repository's report (benchmarks/grid/report_repository.py) adds its backbone notes, gates, overview,
+decomposition and re-runs there. The engine never imports it: the installed package has no benchmarks/.
+"""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from lwap.compare import settings
 from lwap.compare.attention import attention_section
 from lwap.compare.cells import load_cells, shared_overrides
-from lwap.compare.decomposition import decomposition
-from lwap.compare.gate_section import gate_sections, read_gates
+from lwap.compare.geometry import Panel, panels
 from lwap.compare.geometry_section import geometry_section
 from lwap.compare.grid import (
     BACKBONE,
@@ -28,9 +32,7 @@ from lwap.compare.grid import (
     backbone_name,
     backbones,
 )
-from lwap.compare.overview import overview_tables
-from lwap.compare.prose import BACKBONE_NOTES, Wording, backbone_title, header, user_wording
-from lwap.compare.reruns import rerun_section
+from lwap.compare.prose import GENERIC_INTRO, Wording, header, other_backbones_line, user_wording
 from lwap.compare.summaries import dev_from_the_backbone, scifact_cls_against_mean
 from lwap.compare.verdicts import (
     against_untouched,
@@ -44,6 +46,8 @@ from lwap.compare.verdicts import (
 )
 from lwap.files import read_json_object
 
+Cells = dict[str, list[dict[str, Any]]]
+
 COLUMNS = [
     *zip(STS_COLUMNS, STS_LABELS, strict=True),
     ("avg_all", "Avg. (all)"),
@@ -52,7 +56,7 @@ COLUMNS = [
 ]
 
 
-def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]], backbone: str, wording: Wording) -> str:
+def grid_status(regime: str, cells: Cells, backbone: str, wording: Wording) -> str:
     """How much of the planned grid (every pooler × seeds 0, 1, 2) is done, and its cost per cell."""
     done = sum(len(runs) for pooler, runs in cells.items() if pooler in POOLERS)
     planned = len(POOLERS) * len(PLANNED_SEEDS)
@@ -76,9 +80,7 @@ def grid_status(regime: str, cells: dict[str, list[dict[str, Any]]], backbone: s
     return status + "."
 
 
-def continue_command(
-    regime: str, cells: dict[str, list[dict[str, Any]]], backbone: str, wording: Wording
-) -> str:
+def continue_command(regime: str, cells: Cells, backbone: str, wording: Wording) -> str:
     """The command that runs a grid's missing cells: its backbone and the `--set` budget its cells were
     made with, since the runner refuses a cell made with another budget (cells.check_same_budget)."""
     command = f"{wording.prog} run --regime {regime}"
@@ -93,25 +95,144 @@ def figure(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
-def regime_section(
-    grid: Grid,
-    backbone: str,
-    regime: str,
-    reference: dict[str, Any] | None,
-    others: Sequence[dict[str, Any]],
-    wording: Wording,
-) -> list[str]:
-    cells = load_cells(grid.cells_dir(backbone) / regime)
-    if not cells and not reference:
-        return [f"_No cells of the `{regime}` regime yet._", ""]
-    lines = [grid_status(regime, cells, backbone, wording), ""]
-    budget = shared_overrides(cells)
-    if budget:
-        listed = ", ".join(f"`{o}`" for o in budget)
-        lines += [f"Settings beyond `{REGIMES[regime]}`: {listed}", ""]
-    lines += settings.grid_flag([c for runs in cells.values() for c in runs])
+class Report:
+    """The report of the grids in one results folder. The hooks below give the generic report's prose and
+    panels and add nothing else; a subclass overrides them to add its own sections and prose, in the
+    places `text` calls them."""
+
+    def __init__(self, results: Path, wording: Wording | None = None) -> None:
+        self.results = results
+        self.wording = wording or user_wording(f"{results}/")
+        self.grid = Grid(results, results / "work")
+
+    @cached_property
+    def found(self) -> list[str]:
+        """The backbones with cells, the default one first (read once: every section lists them)."""
+        return backbones(self.results)
+
+    # -- hooks: what a report of one's own adds (each returns nothing in the generic report) --
+
+    def intro(self) -> str:
+        """The paragraphs after the opening lines: what the grids are."""
+        return GENERIC_INTRO
+
+    def backbones_line(self, others: list[str]) -> str | None:
+        """The line naming the backbones besides the default one (`others`, quoted), if any."""
+        return other_backbones_line(others)
+
+    def overview(self) -> list[str]:
+        """Sections before the backbones' own (e.g. one question answered across every backbone)."""
+        return []
+
+    def backbone_title(self, name: str) -> str:
+        """What a backbone's sections are called (its folder name here)."""
+        return name
+
+    def backbone_note(self, name: str) -> str | None:
+        """A paragraph on what the backbone is, in a "NAME: the backbone" section before its grids."""
+        return None
+
+    def withheld(self, backbone: str, regime: str, title: str) -> list[str]:
+        """Lines standing in for a regime's section where its grid was deliberately not run."""
+        return []
+
+    def after_verdicts(self, cells: Cells) -> list[str]:
+        """More readings of one grid, after its verdicts."""
+        return []
+
+    def after_backbones(self) -> list[str]:
+        """Sections after every backbone's grids."""
+        return []
+
+    def attention_notes(self) -> list[str]:
+        """Lines at the end of the attention section's introduction."""
+        return []
+
+    def geometry_panels(self) -> list[Panel]:
+        """The geometry section's and figure's panels: each grid's own cells."""
+        return panels(self.results)
+
+    def geometry_notes(self, found: list[Panel]) -> list[str]:
+        """Lines at the end of the geometry section's introduction (e.g. on panels measured elsewhere)."""
+        return []
+
+    def after_geometry(self) -> list[str]:
+        """Sections after the geometry section, before the list of every run."""
+        return []
+
+    # -- the report --
+
+    def regime_section(
+        self, backbone: str, regime: str, reference: dict[str, Any] | None, others: list[dict[str, Any]]
+    ) -> list[str]:
+        cells = load_cells(self.grid.cells_dir(backbone) / regime)
+        if not cells and not reference:
+            return [f"_No cells of the `{regime}` regime yet._", ""]
+        lines = [grid_status(regime, cells, backbone, self.wording), ""]
+        budget = shared_overrides(cells)
+        if budget:
+            listed = ", ".join(f"`{o}`" for o in budget)
+            lines += [f"Settings beyond `{REGIMES[regime]}`: {listed}", ""]
+        lines += settings.grid_flag([c for runs in cells.values() for c in runs])
+        lines += score_table(cells, reference, others)
+        if not cells:
+            return [
+                *lines,
+                "",
+                "_No trained cells of this regime yet: the rows above are the untouched backbone._",
+                "",
+            ]
+        if any("scifact_ndcg@10" not in c["scores"] for runs in cells.values() for c in runs):
+            return [*lines, "", "_Some cells were evaluated on the STS tasks only: no verdicts._", ""]
+        lines += ["", *standing(cells), *scifact_cls_against_mean(cells), *dev_from_the_backbone(cells)]
+        lines += variant_legend(cells, regime)
+        lines += [*against_untouched(cells, reference), *budget_check(cells, reference, others)]
+        lines += [*below_step_zero(cells), *verdicts(cells)]
+        lines += [*variant_verdicts(cells), "", *self.after_verdicts(cells)]
+        return lines
+
+    def backbone_sections(self, backbone: str) -> list[str]:
+        ref_file = self.grid.reference_file(backbone)
+        reference = read_json_object(ref_file) if ref_file.exists() else None
+        others = [
+            read_json_object(path)
+            for path in (self.grid.reference_file(backbone, p) for p in UNTOUCHED_POOLINGS[1:])
+            if path.exists()
+        ]
+        name = self.backbone_title(backbone_name(backbone))
+        title = "" if backbone == BACKBONE else f"{name}: "
+        note = self.backbone_note(backbone_name(backbone))
+        lines = [*([f"## {name}: the backbone", "", note, ""] if note else [])]
+        for regime in REGIMES:
+            lines += [f"## {title}{REGIME_TITLES[regime]}", ""]
+            withheld = self.withheld(backbone, regime, name)
+            lines += withheld or self.regime_section(backbone, regime, reference, others)
+        return lines
+
+    def text(self) -> str:
+        """The whole report."""
+        others = [f"`{b}`" for b in self.found if b != BACKBONE]
+        geometry = self.geometry_panels()
+        text = [
+            *header(self.wording, self.intro(), self.backbones_line(others)),
+            *self.overview(),
+            *(line for backbone in self.found for line in self.backbone_sections(backbone)),
+            *self.after_backbones(),
+            *attention_section(self.grid, self.found, self.wording, self.attention_notes()),
+            *geometry_section(geometry, self.wording, self.geometry_notes(geometry)),
+            *self.after_geometry(),
+            "## Every run",
+            "",
+            *all_runs_table(self.grid),
+            "",
+        ]
+        return "\n".join(text)
+
+
+def score_table(cells: Cells, reference: dict[str, Any] | None, others: list[dict[str, Any]]) -> list[str]:
+    """One grid's table: the untouched rows, then each pooler's mean ± std over seeds."""
     header_row = "| pooler | seeds | " + " | ".join(label for _, label in COLUMNS) + " | dev before → best |"
-    lines += [header_row, "|" + " --- |" * (len(COLUMNS) + 3)]
+    lines = [header_row, "|" + " --- |" * (len(COLUMNS) + 3)]
     if reference:
         values = " | ".join(figure(reference["scores"].get(key)) for key, _ in COLUMNS)
         lines.append(f"| untouched backbone (mean, no training) | – | {values} | – |")
@@ -129,20 +250,6 @@ def regime_section(
         before = statistics.fmean(c["train"]["dev_spearman_before"] * 100 for c in runs)
         best = statistics.fmean(c["train"]["best_dev_spearman"] * 100 for c in runs)
         lines.append(f"| `{pooler}` | {len(runs)} | " + " | ".join(parts) + f" | {before:.1f} → {best:.1f} |")
-    if not cells:
-        return [
-            *lines,
-            "",
-            "_No trained cells of this regime yet: the rows above are the untouched backbone._",
-            "",
-        ]
-    if any("scifact_ndcg@10" not in c["scores"] for runs in cells.values() for c in runs):
-        return [*lines, "", "_Some cells were evaluated on the STS tasks only: no verdicts._", ""]
-    lines += ["", *standing(cells), *scifact_cls_against_mean(cells), *dev_from_the_backbone(cells)]
-    lines += variant_legend(cells, regime)
-    lines += [*against_untouched(cells, reference), *budget_check(cells, reference, others)]
-    lines += [*below_step_zero(cells), *verdicts(cells)]
-    lines += [*variant_verdicts(cells), "", *decomposition(cells)]
     return lines
 
 
@@ -168,66 +275,6 @@ def all_runs_table(grid: Grid) -> list[str]:
     return [*lines, "", *notes] if notes else lines
 
 
-def backbone_sections(grid: Grid, backbone: str, wording: Wording, gates: dict[str, dict]) -> list[str]:
-    ref_file = grid.reference_file(backbone)
-    reference = read_json_object(ref_file) if ref_file.exists() else None
-    others = [
-        read_json_object(path)
-        for path in (grid.reference_file(backbone, p) for p in UNTOUCHED_POOLINGS[1:])
-        if path.exists()
-    ]
-    name = backbone_title(backbone_name(backbone), wording)
-    title = "" if backbone == BACKBONE else f"{name}: "
-    note = BACKBONE_NOTES.get(backbone_name(backbone)) if wording.repository else None
-    lines = [*([f"## {name}: the backbone", "", note, ""] if note else [])]
-    for regime in REGIMES:
-        lines += [f"## {title}{REGIME_TITLES[regime]}", ""]
-        if gate_failed(gates, backbone, regime) and not load_cells(grid.cells_dir(backbone) / regime):
-            lines += [
-                f'_No grid in this regime: SimCSE did not pass its gate here ("{name}: the gate" below)._',
-                "",
-            ]
-            continue
-        lines += regime_section(grid, backbone, regime, reference, others, wording)
-    return lines
-
-
-def gate_failed(gates: dict[str, dict], backbone: str, regime: str) -> bool:
-    """Whether issue 36's gate (budget_probe.py --rule gate; `read_gates`) failed for this backbone in
-    this regime; a regime the gate did not try has not failed."""
-    choice = gates.get(backbone_name(backbone))
-    return choice is not None and not choice["regimes"].get(regime, {}).get("passed", True)
-
-
-def gate_notes(found: list[str]) -> dict[str, str]:
-    """The backbone notes for gate sections: only for backbones without a grid (a grid section has it)."""
-    gridded = {backbone_name(b) for b in found}
-    return {name: note for name, note in BACKBONE_NOTES.items() if name not in gridded}
-
-
-def report_text(results: Path, wording: Wording | None = None) -> str:
-    """The whole report of the grids in `results`."""
-    wording = wording or user_wording(f"{results}/")
-    grid = Grid(results, results / "work")
-    found = backbones(results)
-    gates = read_gates(results / "budget")
-    others = [f"`{b}`" for b in found if b != BACKBONE]
-    text = [
-        *header(wording, others),
-        *overview_tables(grid, found),
-        *(line for backbone in found for line in backbone_sections(grid, backbone, wording, gates)),
-        *gate_sections(results / "budget", gates, gate_notes(found) if wording.repository else {}),
-        *attention_section(grid, found, wording),
-        *geometry_section(results, wording),
-        *rerun_section(grid, found, wording),
-        "## Every run",
-        "",
-        *all_runs_table(grid),
-        "",
-    ]
-    return "\n".join(text)
-
-
-def write_report(results: Path, output: Path, wording: Wording | None = None) -> None:
+def write_report(report: Report, output: Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(report_text(results, wording), encoding="utf-8")
+    output.write_text(report.text(), encoding="utf-8")

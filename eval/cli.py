@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lwap.cli_options import add_device, add_no_progress, add_trust_remote_code
+
 HELP = "evaluate a model on STS12-16, STS-B, SICK-R and semantic search (SciFact)"
 
 
@@ -58,16 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-seq-length", type=int, default=None, help="override the model's truncation (tokens)"
     )
-    parser.add_argument(
-        "--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars and stage messages")
-    parser.add_argument(
-        "--trust-remote-code",
-        action="store_true",
-        help="let the model folder run code of its own (module classes outside lwap and "
-        "sentence-transformers, auto_map); off by default: lwap refuses such a folder with one line",
-    )
+    add_device(parser)
+    add_no_progress(parser, hides="progress bars and stage messages")
+    add_trust_remote_code(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lwap.cli_options import add_device, add_no_progress, add_trust_remote_code
+
 HELP = "encode sentences (one a line) into a .npy file"
 
 
@@ -32,16 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "bf16 on the benchmark machine (docs/BENCHMARKS.md); needs pip install 'lwap[openvino]'",
     )
     parser.add_argument("--max-seq-length", type=int, default=None, help="truncate longer inputs (tokens)")
-    parser.add_argument(
-        "--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument(
-        "--trust-remote-code",
-        action="store_true",
-        help="let the model folder run code of its own (module classes outside lwap and "
-        "sentence-transformers, auto_map); off by default: lwap refuses such a folder with one line",
-    )
+    add_device(parser)
+    add_no_progress(parser)
+    add_trust_remote_code(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
-"""The report's geometry section and figure (lwap.compare.geometry): a grid's own geometry first, retrained
-cells for a grid that predates the measures, seeds averaged, the LWAP gaps judged against the seed spread,
-and the rank correlation between uniformity and STS average computed as scipy does."""
+"""The report's geometry section and figure (lwap.compare.geometry): a grid's own geometry, seeds
+averaged, the LWAP gaps judged against the seed spread, and the rank correlation between uniformity and
+STS average computed as scipy does; the repository's report adds retrained cells for a grid that
+predates the measures (benchmarks/grid/report_geometry.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from pathlib import Path
 import pytest
 from scipy.stats import spearmanr
 
+from benchmarks.grid import report_geometry
+from benchmarks.grid.report_prose import WORDING
+from benchmarks.grid.report_repository import RepositoryReport
 from lwap.compare import geometry
 from lwap.compare.geometry_section import TITLE, draw_geometry_figure, geometry_section
-from lwap.compare.prose import REPOSITORY
-from lwap.compare.report import report_text
+from lwap.compare.prose import user_wording
+from lwap.compare.report import Report
 
 POOLERS = ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
 STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
@@ -86,9 +90,9 @@ def test_grid_geometry_seeds_averaged_and_gaps_judged_against_the_spread(tmp_pat
     expected = spearmanr(means, [averages[p] + 0.1 for p in POOLERS])
     assert (rho, pvalue, n) == pytest.approx((expected.statistic, expected.pvalue, 6))
 
-    text = "\n".join(geometry_section(tmp_path, REPOSITORY))
+    text = "\n".join(geometry_section([found], user_wording(f"{tmp_path}/")))
     assert f"## {TITLE}" in text and "![alignment vs uniformity per pooler](alignment_uniformity.png)" in text
-    assert "python benchmarks/compare_poolers.py figure" in text and "retrained" not in text
+    assert "`lwap compare figure` draws it" in text and "retrained" not in text
     assert "| `lwap` | 3 | 0.450 ± 0.002 | -3.500 ± 0.020 | 0.050 ± 0.000 | 75.10 | 75.10 (3 seeds) |" in text
     assert "-1.00 → -3.60 |" in text  # dev uniformity: step 0 → the kept step, seeds averaged
     assert "| *untouched (mean)* | – | 0.330 | -3.800 | 0.020 | – | 78.90 (no training) | – |" in text
@@ -102,19 +106,20 @@ def test_grid_geometry_seeds_averaged_and_gaps_judged_against_the_spread(tmp_pat
     )
     assert f"Alignment worse (higher) in 1 of 1 ({panel} +0.090)." in text
     assert f"Spearman ρ(uniformity, STS avg) = {expected.statistic:+.2f}" in text
-    assert TITLE in report_text(tmp_path, REPOSITORY)  # the section is part of the report
+    assert TITLE in Report(tmp_path).text()  # the section is part of the report
 
-    assert draw_geometry_figure(tmp_path, tmp_path / "figure.png")
+    assert draw_geometry_figure([found], tmp_path / "figure.png", user_wording(f"{tmp_path}/"))
     assert (tmp_path / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_grid_from_before_the_measures_reads_its_retrained_cells(tmp_path: Path) -> None:
+    """The repository's report only: its old grids were retrained for the geometry and kept apart."""
     for pooler in ("lwap", "cls"):
         grid_cell(tmp_path, pooler, 0, 75.0, None)
         grid_cell(tmp_path, pooler, 1, 75.2, None)
-    assert geometry.panels(tmp_path) == []  # nothing to show yet: no section, no figure
-    assert geometry_section(tmp_path, REPOSITORY) == []
-    assert not draw_geometry_figure(tmp_path, tmp_path / "figure.png")
+    assert report_geometry.panels(tmp_path) == []  # nothing to show yet: no section, no figure
+    assert geometry_section([], WORDING) == []
+    assert not draw_geometry_figure([], tmp_path / "figure.png", WORDING)
 
     retrained = tmp_path / "geometry" / "all-MiniLM-L6-v2"
     for pooler, u in (("lwap", -3.5), ("cls", -2.6)):
@@ -127,9 +132,12 @@ def test_a_grid_from_before_the_measures_reads_its_retrained_cells(tmp_path: Pat
         {"geometry": {"alignment": 0.2, "uniformity": -2.0, "anisotropy": 0.3}},
     )
 
-    (found,) = geometry.panels(tmp_path)
+    assert geometry.panels(tmp_path) == []  # the engine reads a grid's own cells only
+    (found,) = report_geometry.panels(tmp_path)
     assert found.retrained and found.grid_avg["lwap"] == [75.0, 75.2] and "mean" in found.untouched
-    text = "\n".join(geometry_section(tmp_path, REPOSITORY))
+    text = RepositoryReport(tmp_path).text()
+    assert "Panels marked *retrained* are grids made before these measures" in text
+    assert "retrained" not in Report(tmp_path).text()
     assert "all-MiniLM-L6-v2, unsupervised (retrained)" in text and "geometry_cells.py run" in text
     assert (
         "| `lwap` | 1 | 0.300 | -3.500 | 0.100 | 75.30 | 75.10 (2 seeds) | – |" in text

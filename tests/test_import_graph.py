@@ -5,6 +5,8 @@ Every `import` / `from ... import` counts, wherever it stands: module level, ins
 understood or moved apart), so a lazy import is no way out of this test: the shared name has to move.
 Installed package names map to their source folders as pyproject's package-dir says (`lwap.train` →
 train/, ...), and `speedbench` is benchmarks/speedbench/ (speed.py puts benchmarks/ on sys.path).
+`benchmarks` is the repository's own package (scripts import each other as `benchmarks.…`): in the graph,
+and never imported by the installed packages (the wheel does not ship it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from conftest import REPO
 # package name -> source folder; a folder that does not exist (yet) is skipped
 ROOTS = {
     "lwap": "lwap",
+    "benchmarks": "benchmarks",
     "lwap.train": "train",
     "lwap.eval": "eval",
     "lwap.compare": "compare",
@@ -146,6 +149,16 @@ def test_the_graph_sees_the_imports_it_must() -> None:
     assert "lwap.train.config" in graph["lwap.train"]  # `from lwap.train import config` in a function
     assert "lwap.model" in graph["lwap"]  # under `if TYPE_CHECKING:`
     assert len(graph) > 50 and any(name.startswith("speedbench.") for name in graph)
+
+
+def test_the_installed_packages_import_nothing_from_benchmarks() -> None:
+    """`lwap compare`'s engine (and all of lwap) works from a wheel: the repository's own report plugs
+    into it (benchmarks/grid/report_repository.py), never the reverse."""
+    graph, _ = import_graph(find_modules(REPO, ROOTS))
+    assert "lwap.compare.report" in graph["benchmarks.grid.report_repository"]
+    installed = {name: targets for name, targets in graph.items() if name.split(".")[0] == "lwap"}
+    wrong = [f"{n} -> {t}" for n, targets in installed.items() for t in targets if not t.startswith("lwap")]
+    assert not wrong, "installed modules importing benchmarks/:\n" + "\n".join(wrong)
 
 
 def test_circles_are_found_however_the_import_is_written(tmp_path: Path) -> None:

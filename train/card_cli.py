@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from lwap.cli_options import add_trust_remote_code
+
 HELP = "write a run's model card; --eval adds lwap eval's held-out scores beside the backbone's"
 
 
@@ -28,12 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
-    parser.add_argument(
-        "--trust-remote-code",
-        action="store_true",
-        help="let the model folder run code of its own (module classes outside lwap and "
-        "sentence-transformers, auto_map); off by default: lwap refuses such a folder with one line",
-    )
+    add_trust_remote_code(parser)
 
 
 def run(args: argparse.Namespace) -> int:

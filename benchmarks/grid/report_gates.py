@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lwap.compare.grid import REGIME_WORDS
+from benchmarks.grid.report_prose import BACKBONE_NOTES
+from lwap.compare.grid import REGIME_WORDS, backbone_name
 from lwap.files import read_json_object
 
 GATE_DOCS = "docs/COMPARE.md"  # where the gate's rule and the diagnosis plan were pre-registered
@@ -36,6 +37,19 @@ def read_gates(budget_root: Path) -> dict[str, dict]:
         if choice.get("rule") == "gate":
             gates[folder.name] = choice
     return gates
+
+
+def gate_failed(gates: dict[str, dict], backbone: str, regime: str) -> bool:
+    """Whether issue 36's gate (budget_probe.py --rule gate; `read_gates`) failed for this backbone in
+    this regime; a regime the gate did not try has not failed."""
+    choice = gates.get(backbone_name(backbone))
+    return choice is not None and not choice["regimes"].get(regime, {}).get("passed", True)
+
+
+def gate_notes(found: list[str]) -> dict[str, str]:
+    """The backbone notes for gate sections: only for backbones without a grid (a grid section has it)."""
+    gridded = {backbone_name(b) for b in found}
+    return {name: note for name, note in BACKBONE_NOTES.items() if name not in gridded}
 
 
 def gate_sections(budget_root: Path, gates: dict[str, dict], notes: dict[str, str]) -> list[str]:

@@ -2,7 +2,7 @@
 each other (exactly equal?) and with the committed cell (within that pooler's seed spread?).
 
 The re-runs are cell files written to a scratch results folder (`benchmarks/rerun_cells.sh`) and kept
-under RESULTS/reruns/<backbone>/run<N>.json; the report reads them from there.
+under RESULTS/reruns/<backbone>/run<N>.json; the repository's report reads them from there.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 from lwap.compare import cells as cellfiles
 from lwap.compare.grid import REGIMES, STS_COLUMNS, Grid
-from lwap.compare.prose import Wording
 from lwap.compare.settings import COMPARED, differences
 
 STS_KEYS = (*STS_COLUMNS, "avg_all")
+RERUN_COMMAND = "bash benchmarks/rerun_cells.sh"  # how the re-runs were made, as the section names it
 
 
 def rerun_records(results: Path) -> dict[str, list[dict[str, Any]]]:
@@ -131,7 +131,7 @@ def unrecorded_line(grid: Grid, backbones: list[str]) -> str:
     )
 
 
-def rerun_section(grid: Grid, backbones: list[str], wording: Wording) -> list[str]:
+def rerun_section(grid: Grid, backbones: list[str]) -> list[str]:
     records = rerun_records(grid.results)
     unrecorded = unrecorded_line(grid, backbones)
     if not records and not unrecorded:
@@ -156,7 +156,7 @@ def rerun_section(grid: Grid, backbones: list[str], wording: Wording) -> list[st
         )
         lines += [
             f"{name}, {first['regime']} `{first['pooler']}` seed {first['seed']}: {len(runs)} re-runs "
-            f"(`{wording.rerun}`), {setup}"
+            f"(`{RERUN_COMMAND}`), {setup}"
             + (f"; settings differ between the re-runs: {same}" if same else ", identical settings")
             + ".",
             "",

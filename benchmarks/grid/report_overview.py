@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks.grid.report_decomposition import best_mean_based
 from lwap.compare.cells import load_cells
-from lwap.compare.decomposition import best_mean_based
 from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name
 from lwap.compare.verdicts import HEADLINE, gap
 

@@ -1,0 +1,1 @@
+"""The repository's benchmarks and studies (not shipped with lwap): scripts, and the modules they share."""

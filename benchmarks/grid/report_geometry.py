@@ -1,0 +1,83 @@
+"""The geometry of the repository's grids made before `lwap eval` measured it: those grids keep only their
+scores, not their models, so their cells were retrained for the geometry (same config, overrides and
+seed; STS tasks only) and kept apart, in RESULTS/geometry/<backbone>/<regime>/, with the untouched rows as
+RESULTS/geometry/<backbone>/untouched-<pooling>.json (made by benchmarks/geometry_cells.py). The report
+and the figure draw them as panels marked *retrained*, beside the panels of grids that measured their own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lwap.compare import geometry
+from lwap.compare.cells import load_cells, read
+from lwap.compare.geometry import MEASURES, Panel, Run
+from lwap.compare.grid import POOLERS, REGIMES, UNTOUCHED_POOLINGS, Grid, backbone_name, backbones
+from lwap.compare.prose import Wording
+
+RETRAIN_COMMAND = "python benchmarks/geometry_cells.py run"
+
+
+def retrained_run(cell: dict[str, Any]) -> Run:
+    dev = [(e["step"], e["uniformity"], e["alignment"]) for e in cell.get("dev_geometry", [])]
+    measured = {m: cell["geometry"][m] for m in MEASURES}
+    return Run(cell["seed"], measured, cell["scores"].get("avg_all"), dev, cell["train"]["best_step"])
+
+
+def retrained_dir(grid: Grid, backbone: str) -> Path:
+    """Where the geometry retrains of a grid made before the measures are kept."""
+    return grid.results / "geometry" / backbone_name(backbone)
+
+
+def untouched_rows(grid: Grid, backbone: str) -> dict[str, dict[str, Any]]:
+    """The untouched rows with geometry: the reference file's own, else its retrained measurement."""
+    rows = geometry.untouched_rows(grid, backbone)
+    for pooling in UNTOUCHED_POOLINGS:
+        retrained = retrained_dir(grid, backbone) / f"untouched-{pooling}.json"
+        if pooling in rows or not retrained.exists():
+            continue
+        reference = grid.reference_file(backbone, pooling)
+        scores = read(reference)["scores"] if reference.exists() else {}
+        rows[pooling] = {"geometry": read(retrained)["geometry"], "sts_avg": scores.get("avg_all")}
+    return {p: rows[p] for p in UNTOUCHED_POOLINGS if p in rows}
+
+
+def retrained_panel(grid: Grid, backbone: str, regime: str) -> Panel | None:
+    """A grid's panel from the retrains of its cells; None where there are none."""
+    runs: dict[str, list[Run]] = {}
+    for path in sorted((retrained_dir(grid, backbone) / regime).glob("*-seed*.json")):
+        cell = read(path)
+        runs.setdefault(cell["pooler"], []).append(retrained_run(cell))
+    runs = {p: sorted(runs[p], key=lambda r: r.seed) for p in POOLERS if p in runs}
+    if not runs:
+        return None
+    averages = geometry.grid_averages(load_cells(grid.cells_dir(backbone) / regime), runs)
+    return Panel(backbone, regime, runs, True, {}, averages)
+
+
+def panels(results: Path) -> list[Panel]:
+    """Each grid's panel: from its own cells where they have the geometry, else from their retrains."""
+    grid = Grid(results, results / "work")
+    found = []
+    for backbone in backbones(results):
+        untouched = untouched_rows(grid, backbone)
+        for regime in REGIMES:
+            p = geometry.panel(grid, backbone, regime) or retrained_panel(grid, backbone, regime)
+            if p:
+                found.append(p._replace(untouched=untouched))
+    return found
+
+
+def retrained_notes(found: list[Panel], wording: Wording) -> list[str]:
+    """What a panel marked *retrained* is, where the report has one."""
+    if not any(p.retrained for p in found):
+        return []
+    return [
+        "",
+        "Panels marked *retrained* are grids made before these measures, whose cells keep no models:",
+        "their poolers were retrained with each cell's own config, overrides and seed",
+        f"(`{RETRAIN_COMMAND}`), evaluated on the STS tasks only, and kept in",
+        f'`{wording.results}geometry/`. Their "STS avg (these runs)" is the retrained runs\' own;',
+        '"STS avg (grid)" is the grid\'s mean over all its seeds, which the correlations use.',
+    ]

@@ -1,0 +1,83 @@
+"""The repository's own report, docs/RESULTS.md: `lwap compare`'s generic report of the cells in
+benchmarks/results/compare/ with what belongs to these experiments added through its hooks: the prose
+and backbone notes (report_prose), the overview across the backbones (report_overview), issue 37's
+decomposition (report_decomposition), issue 36's gates (report_gates), the geometry of the grids
+retrained for it (report_geometry) and what a re-run reproduces (report_reruns).
+
+`python benchmarks/compare_poolers.py report` writes it; a test checks it reproduces docs/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from benchmarks.grid import report_geometry
+from benchmarks.grid.report_decomposition import decomposition
+from benchmarks.grid.report_gates import gate_failed, gate_notes, gate_sections, read_gates
+from benchmarks.grid.report_overview import overview_tables
+from benchmarks.grid.report_prose import BACKBONE_NOTES, BACKBONE_TITLES, INTRO, NO_OTHER_BACKBONE, WORDING
+from benchmarks.grid.report_reruns import rerun_section
+from lwap.compare.cells import load_cells
+from lwap.compare.geometry import Panel
+from lwap.compare.prose import other_backbones_line
+from lwap.compare.report import Cells, Report
+
+
+class RepositoryReport(Report):
+    """docs/RESULTS.md: the generic report, worded as the repository's, with its own sections."""
+
+    def __init__(self, results: Path) -> None:
+        super().__init__(results, WORDING)
+
+    @cached_property
+    def gates(self) -> dict[str, dict]:
+        """Each gated backbone's choice (budget/NAME/choice.json), read once for the whole report."""
+        return read_gates(self.results / "budget")
+
+    def intro(self) -> str:
+        return INTRO
+
+    def backbones_line(self, others: list[str]) -> str | None:
+        return other_backbones_line(others) or NO_OTHER_BACKBONE.format(prog=self.wording.prog)
+
+    def overview(self) -> list[str]:
+        return overview_tables(self.grid, self.found)
+
+    def backbone_title(self, name: str) -> str:
+        return BACKBONE_TITLES.get(name, name)
+
+    def backbone_note(self, name: str) -> str | None:
+        return BACKBONE_NOTES.get(name)
+
+    def withheld(self, backbone: str, regime: str, title: str) -> list[str]:
+        """A regime whose gate failed, and which has no cells, has no grid section: it says why."""
+        if not gate_failed(self.gates, backbone, regime) or load_cells(
+            self.grid.cells_dir(backbone) / regime
+        ):
+            return []
+        return [
+            f'_No grid in this regime: SimCSE did not pass its gate here ("{title}: the gate" below)._',
+            "",
+        ]
+
+    def after_verdicts(self, cells: Cells) -> list[str]:
+        return decomposition(cells)
+
+    def after_backbones(self) -> list[str]:
+        return gate_sections(self.results / "budget", self.gates, gate_notes(self.found))
+
+    def attention_notes(self) -> list[str]:
+        return [
+            "Where the same heads start, before training: [ATTENTION_AT_INIT.md](ATTENTION_AT_INIT.md)",
+            "(`python benchmarks/lwap_attention_at_init.py`).",
+        ]
+
+    def geometry_panels(self) -> list[Panel]:
+        return report_geometry.panels(self.results)
+
+    def geometry_notes(self, found: list[Panel]) -> list[str]:
+        return report_geometry.retrained_notes(found, self.wording)
+
+    def after_geometry(self) -> list[str]:
+        return rerun_section(self.grid, self.found)
