@@ -249,7 +249,9 @@ def score_table(cells: Cells, reference: dict[str, Any] | None, others: list[dic
             parts.append(f"{mean:.2f} ± {std:.2f}" if len(runs) > 1 else f"{mean:.2f}")
         before = statistics.fmean(c["train"]["dev_spearman_before"] * 100 for c in runs)
         best = statistics.fmean(c["train"]["best_dev_spearman"] * 100 for c in runs)
-        lines.append(f"| `{pooler}` | {len(runs)} | " + " | ".join(parts) + f" | {before:.1f} → {best:.1f} |")
+        # beside SimCSE's supervised baseline (`cls-mlp`), the grid's `cls` is named for what it drops
+        name = f"`{pooler}`" + (" ([CLS] without the MLP)" if pooler == "cls" and "cls-mlp" in cells else "")
+        lines.append(f"| {name} | {len(runs)} | " + " | ".join(parts) + f" | {before:.1f} → {best:.1f} |")
     return lines
 
 

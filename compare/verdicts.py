@@ -8,14 +8,18 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from lwap.compare.grid import (
+    CLS_VARIANTS,
     COMPONENT_VARIANTS,
     NATIVE_VARIANTS,
     PLANNED_SEEDS,
     POOLERS,
+    SCALE_VARIANTS,
     UNTOUCHED_POOLINGS,
     VARIANTS,
+    pooling_of,
     variant_overrides,
 )
+from lwap.compare.paired import holm, p_text, paired, word
 
 # The three figures each verdict reads: SimCSE's STS aggregation, the LWAP paper's, and retrieval.
 HEADLINE = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
@@ -38,11 +42,12 @@ def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
         order = sorted(poolers, key=lambda p: -means[p])
         ranked = " > ".join(f"`{p}` {means[p]:.2f}" for p in order)
         out.append(f"- {label}: `lwap` ranks {order.index('lwap') + 1} of {len(order)} ({ranked}).")
-    if "cls" in cells:
+    baseline = paper_baseline(cells)
+    if baseline in cells:
         for key, label in HEADLINE:
-            base, other = ([c["scores"][key] for c in cells[p]] for p in ("lwap", "cls"))
-            gap = difference("lwap", "cls", base, other)
-            out.append(f"- Against `cls` (the paper's baseline), {label}: {gap}.")
+            base, other = ([c["scores"][key] for c in cells[p]] for p in ("lwap", baseline))
+            gap = difference("lwap", baseline, base, other)
+            out.append(f"- Against `{baseline}` (the paper's baseline), {label}: {gap}.")
     seeds = sorted({len(cells[p]) for p in poolers})
     caveat = "" if seeds == [len(PLANNED_SEEDS)] else " (not every pooler has all its seeds yet: provisional)"
     return [f"In short{caveat}:", "", *out, ""]
@@ -113,12 +118,14 @@ def variant_legend(cells: dict[str, list[dict[str, Any]]], regime: str) -> list[
     for group, what in (
         (NATIVE_VARIANTS, "LWAP variants for already-trained encoders"),
         (COMPONENT_VARIANTS, "LWAP with a component replaced (its queries or what its output reads)"),
+        (SCALE_VARIANTS, "LWAP with the levels' scales made alike"),
+        (CLS_VARIANTS, "SimCSE's supervised baseline (the row the paper's claim is read against)"),
     ):
         rows = [row for row in cells if row in group]
         if not rows:
             continue
         seeds = ", ".join(f"`{row}` {len(cells[row])}/{len(PLANNED_SEEDS)}" for row in rows)
-        lines += [f"{what} (seeds run: {seeds}), `lwap` plus:", ""]
+        lines += [f"{what} (seeds run: {seeds}), `{pooling_of(rows[0])}` plus:", ""]
         lines += [
             f"- `{row}`: " + ", ".join(f"`{o}`" for o in variant_overrides(row, regime)) for row in rows
         ]
@@ -271,23 +278,60 @@ def against_untouched(cells: dict[str, list[dict[str, Any]]], reference: dict[st
     ]
 
 
+def paper_baseline(cells: dict[str, list[dict[str, Any]]]) -> str:
+    """The row the paper's claim is read against: supervised SimCSE keeps its MLP at inference, so a
+    grid with `cls-mlp` cells reads `lwap` against them; otherwise `cls` (unsupervised SimCSE's own)."""
+    return "cls-mlp" if "cls-mlp" in cells else "cls"
+
+
+def spread_word(g: Gap) -> str:
+    """The seed-spread rule's verdict: above or below where |Δ| exceeds the two sds summed."""
+    if not g.larger:
+        return "level"
+    return "above" if g.delta > 0 else "below"
+
+
+def comparisons(cells: dict[str, list[dict[str, Any]]], rows: list[str], keys: Sequence[tuple[str, str]]):
+    """(label, row, the seed-spread gap, the paired difference, its Holm-adjusted p) of `lwap` against each
+    of `rows` on each of `keys`: one family, so Holm runs over all of them together."""
+    found = []
+    for key, label in keys:
+        base = [c["scores"][key] for c in cells["lwap"]]
+        for row in rows:
+            g = gap(base, [c["scores"][key] for c in cells[row]])
+            found.append((label, row, g, paired(cells["lwap"], cells[row], key)))
+    adjusted = holm([d.p if d else None for _, _, _, d in found])
+    return [(*item, q) for item, q in zip(found, adjusted, strict=True)]
+
+
 def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Which differences exceed the seed-to-seed spread: |Δ mean| > std(a) + std(b), plus Welch's p."""
-    out = ["Differences against `lwap` (Avg. all, SciFact nDCG@10). *Larger than the seed spread* means the"]
-    out.append(
-        "gap between the means exceeds the sum of the two standard deviations; Welch's t-test p beside it:"
-    )
+    """`lwap` against every other non-variant row, read two ways: the seed-spread rule (|Δ mean| >
+    std(a) + std(b), with Welch's p) and paired by seed with Holm's correction over the whole list."""
+    if "lwap" not in cells:
+        return ["_No `lwap` cells: no comparison._"]
+    out = [
+        "Differences against `lwap` (Avg. (all), SciFact nDCG@10), read two ways. *Seed spread*:",
+        "above / below where the gap between the means exceeds the two standard deviations summed",
+        "(Welch's p). *Paired* (as docs/COMPARE.md pre-registers): d = `lwap` − row per seed, mean ± sd, the",
+        "seeds agreeing with its sign, the paired t-test's p and Holm's adjustment over this list;",
+        "above / below where the adjusted p < 0.05. *Changes*: where the two readings differ.",
+    ]
     if min((len(runs) for pooler, runs in cells.items() if pooler in POOLERS), default=0) < 3:
         out.append("(Fewer than three seeds per pooler so far: the spreads are rough estimates and")
         out.append("these verdicts provisional.)")
-    out.append("")
-    if "lwap" not in cells:
-        return ["_No `lwap` cells: no comparison._"]
-    for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
-        base = [c["scores"][key] for c in cells["lwap"]]
-        for pooler, runs in cells.items():
-            if pooler == "lwap" or pooler in VARIANTS:
-                continue
-            other = [c["scores"][key] for c in runs]
-            out.append(f"- {label}: " + difference("lwap", pooler, base, other))
+    columns = (
+        "| metric | `lwap` − | Δ | seed spread (p) | paired d ± sd | seeds | p | Holm p | paired | changes |"
+    )
+    out += ["", columns, "|" + " --- |" * 10]
+    rows = [r for r in cells if r != "lwap" and r not in VARIANTS]
+    keys = (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
+    for label, row, g, d, q in comparisons(cells, rows, keys):
+        spread = "one seed" if g.larger is None else f"{spread_word(g)} ({p_text(g.p)})"
+        if d is None:
+            out.append(f"| {label} | `{row}` | {g.delta:+.2f} | {spread} | – | – | – | – | – | – |")
+            continue
+        pair = word(d.delta, q)
+        changed = "yes" if g.larger is not None and pair != spread_word(g) else ""
+        difference = f"{d.delta:+.2f} ± {d.sd:.2f} | {d.agree}/{d.n} | {p_text(d.p)} | {p_text(q)}"
+        out.append(f"| {label} | `{row}` | {g.delta:+.2f} | {spread} | {difference} | {pair} | {changed} |")
     return out

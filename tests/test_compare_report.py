@@ -55,15 +55,24 @@ def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> No
     assert "Grid: 8 of 18 planned cells" in text
     assert "| `lwap` | 3 | 80.10 ± 0.10 |" in text
     assert "| `cls` | 3 | 75.10 ± 0.10 |" in text
-    assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
-    assert "SciFact nDCG@10: `lwap` − `cls` = +0.00 (within the seed spread; p = 1.000)" in text
-    assert "`lwap` − `mean` = +0.00 (within the seed spread" in text
+    # read two ways: the seed-spread rule, then paired by seed with Holm over the list (4 comparisons)
+    assert (
+        "| Avg. (all) | `cls` | +5.00 | above (< 0.001) | +5.00 ± 0.00 | 3/3 | < 0.001 | < 0.001 | above |  |"
+        in text
+    )
+    assert (
+        "| SciFact nDCG@10 | `cls` | +0.00 | level (1.000) | +0.00 ± 0.00 | 0/3 | 1.000 | 1.000 | level |  |"
+        in text
+    )
+    assert "| Avg. (all) | `mean` | +0.00 | level (1.000) | +0.00 ± 0.14 |" in text  # paired over 2 seeds
+    # unpaired, `lwap`'s third seed moves the mean; paired, the two seeds both rows have are equal
+    assert "| SciFact nDCG@10 | `mean` | +0.50 | level (0.561) | +0.00 ± 0.00 | 0/2 | 1.000 | 1.000 |" in text
     assert "_No cells of the `sup` regime yet._" in text
     write_cell(tmp_path / "cells/unsup", "weighted", 0, 70.0, 50.0)  # one seed: no spread to judge by
     write_report(Report(tmp_path / "cells"), out)
     text = out.read_text(encoding="utf-8")
     assert "| `weighted` | 1 | 70.00 |" in text
-    assert "`lwap` − `weighted` = +10.10 (one seed: spread unknown)" in text
+    assert "| Avg. (all) | `weighted` | +10.10 | one seed | +10.00 ± 0.00 | 1/1 | – | – | level |  |" in text
     assert text.count("| unsup | `") == 9  # every run appears in the last table
 
 
@@ -395,3 +404,18 @@ def test_a_users_own_backbone_is_reported_with_nothing_of_this_repositorys(
     figure = tmp_path / "figures" / "attention.png"  # and `figure` draws from the same cells
     assert main(["compare", "figure", "--results", str(results), "--output", str(figure)]) == 0
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_supervised_grid_reads_lwap_against_simcse_with_its_mlp(tmp_path: Path) -> None:
+    """With `cls-mlp` cells (supervised SimCSE's MLP kept at inference) the paper's baseline is that row,
+    and the grid's `cls` is named for what it drops."""
+    for seed in range(3):
+        for row, avg in (("lwap", 80.0), ("cls", 75.0), ("cls-mlp", 79.0 + seed)):
+            write_cell(tmp_path / "cells/sup", row, seed, avg, 60.0, {"regime": "sup"})
+    text = report_text(tmp_path)
+    assert "| `cls` ([CLS] without the MLP) | 3 | 75.00 ± 0.00 |" in text
+    assert "| `cls-mlp` | 3 | 80.00 ± 1.00 |" in text
+    assert "- Against `cls-mlp` (the paper's baseline), Avg. (all): `lwap` − `cls-mlp` = +0.00" in text
+    assert "SimCSE's supervised baseline (the row the paper's claim is read against)" in text
+    assert "`cls-mlp` 3/3), `cls` plus:" in text and "- `cls-mlp`: `model.mlp_at_inference=true`" in text
+    assert "| Avg. (all) | `cls-mlp` | +0.00 |" in text and "| Avg. (all) | `cls` | +5.00 |" in text
