@@ -202,8 +202,10 @@ def test_saved_on_gpu_reloads_on_cpu_with_the_same_embeddings(tmp_path: Path, ti
     np.testing.assert_allclose(on_cpu, on_gpu, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("supervised", [False, True], ids=["unsup", "sup"])
-def test_mini_batch_loss_equals_full_batch_on_cuda(tiny_bert: Path, supervised: bool) -> None:
+@pytest.mark.parametrize(
+    ("supervised", "negatives"), [(False, 0), (True, 1), (True, 3)], ids=["unsup", "sup", "sup-3-negatives"]
+)
+def test_mini_batch_loss_equals_full_batch_on_cuda(tiny_bert: Path, supervised: bool, negatives: int) -> None:
     from test_train_mini_batch import (
         test_mini_batches_equal_full_batch_with_dropout,
         test_mini_batches_equal_one_forward_without_dropout,
@@ -212,7 +214,9 @@ def test_mini_batch_loss_equals_full_batch_on_cuda(tiny_bert: Path, supervised: 
     precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")  # compare float32 with float32, not TF32
     try:
-        test_mini_batches_equal_full_batch_with_dropout(tiny_bert, supervised, "lwap", device="cuda")
-        test_mini_batches_equal_one_forward_without_dropout(tiny_bert, supervised, device="cuda")
+        test_mini_batches_equal_full_batch_with_dropout(
+            tiny_bert, supervised, negatives, "lwap", device="cuda"
+        )
+        test_mini_batches_equal_one_forward_without_dropout(tiny_bert, supervised, negatives, device="cuda")
     finally:
         torch.set_float32_matmul_precision(precision)

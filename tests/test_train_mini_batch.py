@@ -5,7 +5,7 @@ the whole batch in one forward pass. With dropout on (and LWAP's RReLU slopes), 
 needed on both sides: the reference embeds the same mini-batches in the same order from the same seed,
 with ordinary autograd; GradCache must then replay those masks in its backward pass (a wrong replay
 gives different gradients). Both regimes: unsupervised (one column, two views) and supervised (anchor,
-positive, hard negative; with SimCSE's α ≠ 1).
+positive, one or three hard negatives; with SimCSE's α ≠ 1).
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from lwap.train.losses import SimCSELoss
 BATCH, MINI = 12, 5  # mini-batches of 5, 5, 2: uneven on purpose
 
 
-def columns(model, supervised: bool) -> list[dict]:
-    """One column (unsupervised) or three (supervised) of tokenized sentences, on the model's device."""
-    texts = (SENTENCES * (3 * BATCH))[: 3 * BATCH]
-    chunks = [texts[:BATCH]] if not supervised else [texts[i * BATCH : (i + 1) * BATCH] for i in range(3)]
+def columns(model, supervised: bool, negatives: int = 1) -> list[dict]:
+    """One column (unsupervised) or 2 + `negatives` (supervised) of tokenized sentences, on the model's
+    device."""
+    count = 2 + negatives if supervised else 1
+    texts = (SENTENCES * (count * BATCH))[: count * BATCH]
+    chunks = [texts[i * BATCH : (i + 1) * BATCH] for i in range(count)]
     tokenized = [model.preprocess(chunk) for chunk in chunks]
     return [{k: v.to(model.device) if torch.is_tensor(v) else v for k, v in t.items()} for t in tokenized]
 
@@ -72,17 +74,21 @@ VARIANTS = {
 }
 
 
-@pytest.mark.parametrize("supervised", [False, True], ids=["unsup", "sup"])
+SUPERVISION = [(False, 0), (True, 1), (True, 3)]  # (supervised, hard negatives per anchor)
+SUPERVISION_IDS = ["unsup", "sup", "sup-3-negatives"]
+
+
+@pytest.mark.parametrize(("supervised", "negatives"), SUPERVISION, ids=SUPERVISION_IDS)
 @pytest.mark.parametrize("pooling", ["lwap", "cls", *VARIANTS])
 def test_mini_batches_equal_full_batch_with_dropout(
-    tiny_bert: Path, supervised: bool, pooling: str, device: str = "cpu"
+    tiny_bert: Path, supervised: bool, negatives: int, pooling: str, device: str = "cpu"
 ) -> None:
     """(tests/test_gpu.py runs this on CUDA too.)"""
     options = VARIANTS.get(pooling, {})
     model = build_model(
         str(tiny_bert), "lwap" if options else pooling, max_seq_length=16, device=device, **options
     ).train()  # dropout 0.1
-    features = columns(model, supervised)
+    features = columns(model, supervised, negatives)
     loss = SimCSELoss(model, hard_negative_weight=2.0 if supervised else 1.0)
     cached = CachedSimCSELoss(loss, MINI)
 
@@ -101,16 +107,16 @@ def test_mini_batches_equal_full_batch_with_dropout(
     assert abs(other.item() - got[0].item()) > 1e-4
 
 
-@pytest.mark.parametrize("supervised", [False, True], ids=["unsup", "sup"])
+@pytest.mark.parametrize(("supervised", "negatives"), SUPERVISION, ids=SUPERVISION_IDS)
 def test_mini_batches_equal_one_forward_without_dropout(
-    tiny_bert: Path, supervised: bool, device: str = "cpu"
+    tiny_bert: Path, supervised: bool, negatives: int, device: str = "cpu"
 ) -> None:
     # mean pooling: LWAP's RReLU draws random slopes too
     model = build_model(str(tiny_bert), "mean", max_seq_length=16, device=device).train()
     for module in model.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0  # BERT's attention dropout reads the same module's p
-    features = columns(model, supervised)
+    features = columns(model, supervised, negatives)
     loss = SimCSELoss(model, hard_negative_weight=2.0 if supervised else 1.0)
 
     labels = torch.zeros(BATCH, device=model.device)

@@ -73,17 +73,25 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    """Training data: a file (.txt[.gz]: a sentence a line; .csv/.tsv[.gz]: pairs/triplets) or a hub id."""
+    """Training data: a file (.txt, .csv, .tsv, .jsonl, .json, .parquet; lwap.train.data), a `datasets`
+    save_to_disk folder, or a hub id; columns by name in every format but plain text."""
 
-    train: str  # path (may use $LWAP_DATA_DIR) or a Hugging Face dataset id
+    train: str  # path (may use $LWAP_DATA_DIR), a save_to_disk folder or a Hugging Face dataset id
     max_examples: int | None = None  # use only the first N examples (lines/rows); null = all
-    text_column: str = "text"  # unsup_simcse with a hub dataset: the sentence column
+    text_column: str = "text"  # unsup_simcse from a table (not .txt): the sentence column
     anchor_column: str = "sent0"  # sup_simcse: premise
     positive_column: str = "sent1"  # sup_simcse: entailment hypothesis
     hard_negative_column: str | None = "hard_neg"  # sup_simcse: contradiction; null = pairs only
+    hard_negative_columns: list[str] | None = None  # sup_simcse: several (hard_negative_column: null)
     hub_config: str | None = None  # hub dataset: configuration name
     hub_data_files: str | None = None  # hub dataset: a file inside the repository, e.g. nli_for_simcse.csv
-    hub_split: str = "train"  # hub dataset: split
+    hub_split: str = "train"  # hub dataset (or a save_to_disk DatasetDict folder): split
+
+    def negative_columns(self) -> list[str]:
+        """The hard-negative columns, in order: `hard_negative_columns`, else the one column, else none."""
+        if self.hard_negative_columns is not None:
+            return list(self.hard_negative_columns)
+        return [self.hard_negative_column] if self.hard_negative_column is not None else []
 
 
 @dataclass
@@ -121,6 +129,7 @@ class TrainingConfig:
     head_warmup_steps: int = 0  # the backbone is frozen for the first N steps (only the head trains)
     dataloader_workers: int = 0  # processes tokenizing batches ahead of the device; 0 = the training process
     logging_steps: int = 10
+    report_to: str | list[str] = "tensorboard"  # tensorboard | wandb | mlflow | ... | none | a list of them
     progress_bar: bool = True
 
 
@@ -217,6 +226,9 @@ def config_from_dict(raw: dict[str, Any], source: str = "<config>") -> TrainConf
             raise ConfigError(f"{source}: section '{name}' must be a mapping, got {type(values).__name__}")
         sections[name] = _build_section(name, cls, values, source)
     config = TrainConfig(**sections)
+    data = raw.get("data") or {}
+    if config.data.hard_negative_columns is not None and "hard_negative_column" not in data:
+        config.data.hard_negative_column = None  # its default ("hard_neg") gives way to the list
     _check_values(config, source)
     return config
 
@@ -262,6 +274,10 @@ def _coerce(value: Any, hint: Any, key: str, source: str) -> Any:
         if value is None and type(None) in options:
             return None
         inner = [o for o in options if o is not type(None)]
+        if len(inner) > 1:  # e.g. str | list[str]: a list takes the list option, anything else the other
+            lists = [o for o in inner if typing.get_origin(o) is list]
+            others = [o for o in inner if typing.get_origin(o) is not list]
+            inner = lists if isinstance(value, list) and lists else others or lists
         return _coerce(value, inner[0], key, source)
     if origin is list:
         (item,) = typing.get_args(hint)
@@ -353,6 +369,7 @@ def _check_values(c: TrainConfig, source: str) -> None:
     need(bool(c.data.train.strip()), "data.train", "a file path or a hub dataset id", c.data.train)
     if c.data.max_examples is not None:
         need(c.data.max_examples >= 1, "data.max_examples", "at least 1 or null", c.data.max_examples)
+    _check_columns(c, source)
 
     _choice(c.objective.name, OBJECTIVES, "objective.name", source)
     need(c.objective.temperature > 0, "objective.temperature", "> 0", c.objective.temperature)
@@ -400,6 +417,7 @@ def _check_values(c: TrainConfig, source: str) -> None:
     )
     need(t.head_warmup_steps >= 0, "training.head_warmup_steps", "at least 0", t.head_warmup_steps)
     need(t.dataloader_workers >= 0, "training.dataloader_workers", "at least 0", t.dataloader_workers)
+    _check_report_to(t.report_to, source)
 
     e = c.eval
     need(e.eval_steps >= 1, "eval.eval_steps", "at least 1", e.eval_steps)
@@ -414,6 +432,53 @@ def _check_values(c: TrainConfig, source: str) -> None:
                 f"{source}: output.save_steps ({c.output.save_steps}) must be a multiple of eval.eval_steps "
                 f"({e.eval_steps}) when eval.keep_best is true (only evaluated checkpoints can be the best)"
             )
+
+
+def _check_columns(c: TrainConfig, source: str) -> None:
+    """Column names: non-empty; one hard-negative key at a time; no column read twice (sup_simcse)."""
+    d = c.data
+    if d.hard_negative_columns is not None and d.hard_negative_column is not None:
+        raise ConfigError(
+            f"{source}: data.hard_negative_column ({d.hard_negative_column!r}) and "
+            f"data.hard_negative_columns ({d.hard_negative_columns!r}) are both set; use one "
+            "(data.hard_negative_column: null with the list)"
+        )
+    if d.hard_negative_columns is not None and not d.hard_negative_columns:
+        raise ConfigError(
+            f"{source}: data.hard_negative_columns must list at least one column, or be null (pairs only: "
+            "both hard-negative keys null)"
+        )
+    named = {"data.text_column": d.text_column}
+    if c.objective.name == "sup_simcse":
+        named = {"data.anchor_column": d.anchor_column, "data.positive_column": d.positive_column}
+        if d.hard_negative_columns is not None:
+            named |= {f"data.hard_negative_columns[{i}]": n for i, n in enumerate(d.hard_negative_columns)}
+        elif d.hard_negative_column is not None:
+            named["data.hard_negative_column"] = d.hard_negative_column
+    seen: dict[str, str] = {}
+    for key, column in named.items():
+        if not column.strip():
+            raise ConfigError(f"{source}: {key} must be a column name, got {column!r}")
+        if column in seen:
+            raise ConfigError(
+                f"{source}: {seen[column]} and {key} both name column {column!r}; each column is read once"
+            )
+        seen[column] = key
+
+
+def _check_report_to(report_to: str | list[str], source: str) -> None:
+    """The shape of training.report_to; whether each integration is installed is checked when the
+    training arguments are built (lwap.train.reporting imports transformers, this module does not)."""
+    names = [report_to] if isinstance(report_to, str) else report_to
+    if not names or any(not name.strip() for name in names):
+        raise ConfigError(
+            f"{source}: training.report_to must be an integration name or a list of them (tensorboard, "
+            f"wandb, mlflow, ...) or none, got {report_to!r}"
+        )
+    if "none" in names and len(names) > 1:
+        raise ConfigError(f"{source}: training.report_to lists 'none' with others: {report_to!r}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: training.report_to names an integration twice: {report_to!r}")
 
 
 def dump_config(config: TrainConfig) -> str:

@@ -1,25 +1,41 @@
 """Training data → a memory-mapped `datasets.Dataset` whose columns are exactly what the loss reads.
 
-- unsup_simcse: one column `text` (the loss encodes every sentence twice). Source: a text file with one
-  sentence a line (`.txt`, `.txt.gz`; blank lines are skipped), a CSV/TSV column, or a hub dataset column.
-- sup_simcse: columns `anchor, positive[, negative]` (SimCSE's `sent0, sent1, hard_neg`). Source: a CSV
-  (`.csv[.gz]`, quoted as Excel/pandas write it) or TSV (`.tsv[.gz]`, no quoting) with a header row, or a
-  hub dataset. Extra columns (e.g. `split`) are ignored.
+- unsup_simcse: one column `text` (the loss encodes every sentence twice), from a text file (a sentence
+  a line; blank lines are skipped) or the `data.text_column` of any table below.
+- sup_simcse: columns `anchor, positive[, negative | negative_1, ..., negative_k]` (SimCSE's `sent0, sent1,
+  hard_neg`), from `data.anchor_column`, `data.positive_column` and `data.hard_negative_column` (or the
+  list `data.hard_negative_columns`) of any table. Other columns (e.g. `split`) are ignored.
 
-An empty text in a CSV/TSV column or a hub dataset column (empty, only whitespace, or null) becomes
-`EMPTY_TEXT`, a single space, as SimCSE's train.py does for None fields ("Avoid 'None' fields", lines
-412-425 of princeton-nlp/SimCSE@49fa580): the example trains, [CLS] [SEP] only; `lwap train` says how
-many there were. A blank line of a text file is no example at all and is skipped.
+What `data.train` may name, by suffix (`.gz` of the line-based ones is read on the fly):
 
-Local files are read once, line by line, into an Arrow file in the `datasets` cache
-(`Dataset.from_generator`: memory-mapped, so 1M sentences are not held in RAM), validated on the way:
-every problem raises DataError naming the file and line before any training starts. The cache key
-includes the file's size and modification time, so an edited file is read again.
+| suffix | format | read by |
+| --- | --- | --- |
+| `.txt`, `.text` (+`.gz`) | a sentence a line (unsup_simcse only) | lwap (data_rows.text_rows) |
+| `.csv` / `.tsv` (+`.gz`) | a header row; CSV quoted as Excel/pandas write it, TSV unquoted | lwap |
+| `.jsonl`, `.ndjson` (+`.gz`) | JSON lines: an object a line | lwap |
+| `.json` (+`.gz`) | an array of objects, or JSON lines (what `Dataset.to_json` writes) | lwap |
+| `.parquet` | Parquet (compressed inside: no `.gz`) | `datasets`' parquet builder |
+| a folder | what `Dataset.save_to_disk` / `DatasetDict.save_to_disk` wrote | `datasets.load_from_disk` |
+| anything else that is no path | a Hugging Face hub dataset id | `datasets.load_dataset` |
+
+Any other suffix is refused (a file is never guessed to be text). Why the line-based formats have lwap's
+own streamed readers rather than `datasets`' builders: lwap.train.data_rows. Every fault is one DataError
+naming the file, the line or row, and what was expected, before any training starts.
+
+An empty text (empty, only whitespace, or null) in any table becomes `EMPTY_TEXT`, a single space, as
+SimCSE's train.py does for None fields ("Avoid 'None' fields", lines 412-425 of
+princeton-nlp/SimCSE@49fa580): the example trains, [CLS] [SEP] only; `lwap train` says how many there
+were. A blank line of a text file is no example at all and is skipped. A value that is not text (a JSON
+number, a Parquet integer column) is refused.
+
+Files are read once into an Arrow file in the `datasets` cache (memory-mapped, so 1M sentences are not
+held in RAM): the line-based formats by `Dataset.from_generator`, whose cache key includes the file's
+size and modification time (so an edited file is read again); Parquet by its builder under a config
+name holding the same stamp.
 """
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,161 +43,207 @@ from typing import Any
 
 from lwap.data_sources import hub_offline, training_file
 from lwap.errors import DataError
-from lwap.files import check_file, decoded_lines
+from lwap.files import check_file
 from lwap.paths import DATA_DIR_VARIABLE
+from lwap.train import data_rows
 from lwap.train.config import DataConfig
+from lwap.train.data_rows import EMPTY_TEXT
 
-TEXT_SUFFIXES = (".txt", ".txt.gz", ".text")
-EMPTY_TEXT = " "  # what an empty text becomes: SimCSE's train.py replaces None by " " (see the docstring)
-TABLE_DELIMITERS = {".csv": ",", ".csv.gz": ",", ".tsv": "\t", ".tsv.gz": "\t"}
+__all__ = ["EMPTY_TEXT", "FORMATS", "empty_texts", "file_format", "load_train_dataset"]
+
+FORMATS = {
+    ".txt": "text",
+    ".text": "text",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".parquet": "parquet",
+}
+GZIPPED = ("text", "csv", "tsv", "jsonl", "json")  # read through gzip when the name ends in .gz
+DELIMITERS = {"csv": ",", "tsv": "\t"}
+SAVED_DATASET_FILES = ("state.json", "dataset_dict.json")  # what save_to_disk writes into its folder
 
 
 def load_train_dataset(data: DataConfig, objective: str) -> Any:
     """The training `datasets.Dataset` for `objective` ("unsup_simcse" or "sup_simcse")."""
     columns, names = _wanted_columns(data, objective)
-    if _is_local(data.train):
-        path = training_file(data.train, data.max_examples)  # the mirror, lwap's sample or the hub
-        return _local_dataset(path, data, objective, columns, names)
-    return _hub_dataset(data, columns, names)
+    if not _is_local(data.train):
+        return _hub_dataset(data, columns, names)
+    path = training_file(data.train, data.max_examples)  # the mirror, lwap's sample or the hub
+    if path.is_dir():
+        return _saved_dataset(path, data, columns, names)
+    check_file(path, key="data.train")
+    fmt = file_format(path)
+    if fmt is None:
+        raise DataError(f"{path}: unknown kind of data file (data.train); expected {_known_suffixes()}")
+    if fmt == "text" and objective == "sup_simcse":
+        raise DataError(
+            f"{path}: sup_simcse reads a table with columns ({', '.join(columns)}): CSV/TSV, JSON lines, "
+            f"JSON, Parquet or a save_to_disk folder; a text file has one sentence a line"
+        )
+    if fmt == "parquet":
+        return _parquet_dataset(path, data, columns, names)
+    return _streamed_dataset(path, fmt, data, columns, names)
 
 
 def _wanted_columns(data: DataConfig, objective: str) -> tuple[list[str], list[str]]:
     """(source column names, dataset column names) in the order the loss reads them."""
     if objective == "unsup_simcse":
         return [data.text_column], ["text"]
-    columns = [data.anchor_column, data.positive_column]
-    names = ["anchor", "positive"]
-    if data.hard_negative_column is not None:
-        columns.append(data.hard_negative_column)
-        names.append("negative")
-    return columns, names
+    negatives = data.negative_columns()
+    names = ["negative"] if len(negatives) == 1 else [f"negative_{i}" for i in range(1, len(negatives) + 1)]
+    return [data.anchor_column, data.positive_column, *negatives], ["anchor", "positive", *names]
+
+
+def file_format(path: Path) -> str | None:
+    """The format of a data file by its name's suffix (FORMATS), None for an unknown one."""
+    name = path.name.lower()
+    gzipped = name.endswith(".gz")
+    fmt = FORMATS.get(os.path.splitext(name.removesuffix(".gz"))[1])
+    return None if gzipped and fmt not in GZIPPED else fmt
+
+
+def _known_suffixes() -> str:
+    plain = ", ".join(FORMATS)
+    return f"one of {plain} (the line-based ones also gzipped, .gz) or a datasets save_to_disk folder"
 
 
 def _is_local(value: str) -> bool:
     """A path (existing, with a data-file suffix, or written as a path) rather than a hub dataset id."""
-    lowered = value.lower()
+    lowered = value.lower().removesuffix(".gz")
     return (
         Path(os.path.expandvars(value)).expanduser().exists()
         or value.startswith(("/", ".", "~", "$"))
-        or lowered.endswith(TEXT_SUFFIXES + tuple(TABLE_DELIMITERS))
+        or lowered.endswith(tuple(FORMATS))
     )
 
 
-def _table_delimiter(path: Path) -> str | None:
-    name = path.name.lower()
-    return next((d for suffix, d in TABLE_DELIMITERS.items() if name.endswith(suffix)), None)
+def _stamp(path: Path) -> str:
+    """Part of the cache key: an edited file (new size or modification time) is read again."""
+    stat = path.stat()
+    return f"{stat.st_size}-{stat.st_mtime_ns}"
 
 
-def _local_dataset(path: Path, data: DataConfig, objective: str, columns: list[str], names: list[str]) -> Any:
+def _streamed_dataset(path: Path, fmt: str, data: DataConfig, columns: list[str], names: list[str]) -> Any:
     import datasets
     from datasets.exceptions import DatasetGenerationError
 
-    check_file(path, key="data.train")
-    stat = path.stat()
-    delimiter = _table_delimiter(path)
-    if delimiter is None and objective == "sup_simcse":
-        raise DataError(
-            f"{path}: sup_simcse reads a CSV/TSV with a header ({', '.join(columns)}); "
-            f"expected a name ending in {', '.join(TABLE_DELIMITERS)}"
-        )
     kwargs = {
         "path": str(path),
+        "fmt": fmt,
         "max_examples": data.max_examples,
-        "stamp": f"{stat.st_size}-{stat.st_mtime_ns}",  # part of the cache key: re-read an edited file
-    }
-    if delimiter is None:
-        generator = _text_rows
-    else:
-        generator = _table_rows
+        "stamp": _stamp(path),
         # tuples, not lists: `from_generator` would split list-valued arguments into shards
-        kwargs.update(delimiter=delimiter, columns=tuple(columns), names=tuple(names))
+        "columns": tuple(columns),
+        "names": tuple(names),
+    }
     features = datasets.Features({name: datasets.Value("string") for name in names})
     try:
-        return datasets.Dataset.from_generator(generator, gen_kwargs=kwargs, features=features)
+        return datasets.Dataset.from_generator(_rows, gen_kwargs=kwargs, features=features)
     except DatasetGenerationError as error:
         if isinstance(error.__cause__, DataError):
             raise error.__cause__ from None
         raise
 
 
-def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Decoded lines with their endings (`decoded_lines`), a byte-order mark dropped from the first."""
-    for number, line in decoded_lines(path):
-        yield number, line.removeprefix("\ufeff") if number == 1 else line
-
-
-def _text_rows(path: str, max_examples: int | None, stamp: str) -> Iterator[dict[str, str]]:
-    count = 0
-    for _, line in _numbered_lines(Path(path)):
-        text = line.rstrip("\r\n")
-        if not text.strip():
-            continue
-        yield {"text": text}
-        count += 1
-        if max_examples is not None and count >= max_examples:
-            return
-    if count == 0:
-        raise DataError(f"{path}: no sentences (the file has only blank lines)")
-
-
-def _table_rows(
+def _rows(
     path: str,
+    fmt: str,
     max_examples: int | None,
     stamp: str,
-    delimiter: str,
     columns: tuple[str, ...],
     names: tuple[str, ...],
 ) -> Iterator[dict[str, str]]:
+    """The examples of a line-based file (`from_generator` calls this; `stamp` only keys the cache)."""
     source = Path(path)
-    kind = "CSV" if delimiter == "," else "TSV"
-    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    reader = csv.reader((line for _, line in _numbered_lines(source)), delimiter=delimiter, quoting=quoting)
+    if fmt == "text":
+        rows = data_rows.text_rows(source)
+    elif fmt in DELIMITERS:
+        rows = data_rows.table_rows(source, DELIMITERS[fmt], columns, names)
+    elif fmt == "json" and data_rows.starts_an_array(source):
+        rows = data_rows.json_array_rows(source, columns, names)
+    else:
+        rows = data_rows.json_lines_rows(source, columns, names, in_json_file=fmt == "json")
+    yield from data_rows.limited(rows, path, max_examples)
+
+
+def _parquet_dataset(path: Path, data: DataConfig, columns: list[str], names: list[str]) -> Any:
+    """A Parquet file through `datasets`' parquet builder, reading only the wanted columns; the schema
+    is checked first, so a missing column or a column that is not text is one line naming the file."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
-        header = next(reader, None)
-        if header is None or not any(h.strip() for h in header):
-            raise DataError(f"{path}: no header row (expected {kind} columns {', '.join(columns)})")
-        header = [h.strip() for h in header]
-        missing = [c for c in columns if c not in header]
-        if missing:
-            hint = ""
-            if columns[-1] in missing and len(columns) == 3 and len(missing) == 1:
-                hint = "; for pairs without hard negatives set data.hard_negative_column: null"
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError) as error:
+        raise DataError(f"{path}: not a readable Parquet file ({_first_line(error)})") from None
+    _check_columns(str(path), schema.names, columns, names)
+    for column in columns:
+        _check_text_type(str(path), column, schema.field(column).type)
+    try:
+        dataset = datasets.load_dataset(
+            "parquet",
+            name=f"lwap-{_stamp(path)}",  # the cache key holds the file's size and modification time
+            data_files=str(path),
+            split="train",
+            columns=columns,
+        )
+    except Exception as error:  # a damaged row group: pyarrow raises inside datasets' generation error
+        cause = error.__cause__ or error
+        raise DataError(f"{path}: not a readable Parquet file ({_first_line(cause)})") from None
+    return _text_columns(dataset, str(path), columns, names, data.max_examples)
+
+
+def _saved_dataset(folder: Path, data: DataConfig, columns: list[str], names: list[str]) -> Any:
+    """A folder `save_to_disk` wrote: a Dataset, or a DatasetDict whose `data.hub_split` is read."""
+    import datasets
+
+    from lwap.files import read_json_object
+
+    if not any((folder / name).is_file() for name in SAVED_DATASET_FILES):
+        raise DataError(
+            f"{folder}: is a directory, expected a data file ({_known_suffixes().removeprefix('one of ')}; "
+            f"a save_to_disk folder holds {' or '.join(SAVED_DATASET_FILES)})"
+        )
+    # the files and folders it names must be inside it (datasets joins the names to the folder's path)
+    splits = folder / "dataset_dict.json"
+    for name in read_json_object(splits).get("splits") or [] if splits.is_file() else []:
+        _check_plain_name(splits, name)
+    for state in [folder / "state.json", *folder.glob("*/state.json")]:
+        if state.is_file():
+            for entry in read_json_object(state).get("_data_files") or []:
+                _check_plain_name(state, entry.get("filename") if isinstance(entry, dict) else None)
+    try:
+        loaded = datasets.load_from_disk(str(folder))
+    except Exception as error:  # missing or damaged Arrow files, JSON, versions: datasets raises many types
+        raise DataError(f"{folder}: not a readable save_to_disk folder ({_first_line(error)})") from None
+    label = str(folder)
+    if isinstance(loaded, datasets.DatasetDict):
+        if data.hub_split not in loaded:
             raise DataError(
-                f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; "
-                f"the header has {', '.join(repr(h) for h in header)}{hint}"
+                f"{folder}: no split {data.hub_split!r} (data.hub_split); it has {', '.join(loaded)}"
             )
-        indices = [header.index(c) for c in columns]
-        count = 0
-        for row in reader:
-            where = f"{path}:{reader.line_num}"
-            if not row:
-                continue  # blank line
-            if len(row) != len(header):
-                raise DataError(
-                    f"{where}: expected {len(header)} {kind} fields as in the header, found {len(row)}"
-                    + (" (wrong delimiter?)" if len(row) == 1 else "")
-                )
-            values = [row[i] if row[i].strip() else EMPTY_TEXT for i in indices]  # as SimCSE: see above
-            yield dict(zip(names, values, strict=True))
-            count += 1
-            if max_examples is not None and count >= max_examples:
-                return
-    except csv.Error as error:
-        raise DataError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None
-    if count == 0:
-        raise DataError(f"{path}: has a header but no data rows")
+        loaded, label = loaded[data.hub_split], f"{folder} (split {data.hub_split})"
+    _check_columns(label, loaded.column_names, columns, names)
+    return _text_columns(loaded, label, columns, names, data.max_examples)
+
+
+def _check_plain_name(record: Path, name: Any) -> None:
+    if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+        raise DataError(f"{record}: names a file or folder outside its own folder ({name!r})")
 
 
 def _hub_dataset(data: DataConfig, columns: list[str], names: list[str]) -> Any:
     import datasets
-    import pyarrow.compute as pc
 
     try:
         dataset = datasets.load_dataset(
             data.train, data.hub_config, data_files=data.hub_data_files, split=data.hub_split
         )
     except Exception as error:  # datasets raises many types here (offline, not found, bad config/split)
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if hub_offline():
             raise DataError(
                 f"data.train {data.train!r} is a hub dataset and the Hugging Face hub is offline "
@@ -190,27 +252,54 @@ def _hub_dataset(data: DataConfig, columns: list[str], names: list[str]) -> Any:
                 f"header names (under {DATA_DIR_VARIABLE})"
             ) from None
         raise DataError(
-            f"data.train {data.train!r} is not a local file, and loading it as a hub dataset failed: {first}"
+            f"data.train {data.train!r} is not a local file, and loading it as a hub dataset failed: "
+            f"{_first_line(error)}"
         ) from None
-    missing = [c for c in columns if c not in dataset.column_names]
+    label = f"hub dataset {data.train!r}"
+    _check_columns(label, dataset.column_names, columns, names)
+    return _text_columns(dataset, label, columns, names, data.max_examples)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _check_columns(label: str, present: list[str], columns: list[str], names: list[str]) -> None:
+    missing = [c for c in columns if c not in present]
     if missing:
         raise DataError(
-            f"hub dataset {data.train!r}: missing column(s) {missing}; it has {dataset.column_names}"
+            f"{label}: missing column(s) {', '.join(repr(m) for m in missing)}; it has "
+            f"{', '.join(repr(p) for p in present)}{data_rows.pairs_hint(missing, tuple(columns), tuple(names))}"
         )
+
+
+def _check_text_type(label: str, column: str, arrow_type: Any) -> None:
+    import pyarrow as pa
+
+    if not (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)):
+        raise DataError(f"{label}: column {column!r} holds {arrow_type}, expected text (strings)")
+
+
+def _text_columns(
+    dataset: Any, label: str, columns: list[str], names: list[str], max_examples: int | None
+) -> Any:
+    """The wanted columns of an Arrow-backed dataset under the loss's names, checked to hold text, with
+    empty texts made `EMPTY_TEXT` (see the module docstring); streamed: the data stays on disk."""
+    import pyarrow.compute as pc
+
     dataset = dataset.select_columns(columns)
     dataset = dataset.rename_columns({c: n for c, n in zip(columns, names, strict=True) if c != n})
-    if data.max_examples is not None:
-        dataset = dataset.select(range(min(data.max_examples, len(dataset))))
+    if max_examples is not None:
+        dataset = dataset.select(range(min(max_examples, len(dataset))))
     if len(dataset) == 0:
-        raise DataError(f"hub dataset {data.train!r} split {data.hub_split!r} is empty")
+        raise DataError(f"{label}: no examples (no rows)")
+    for column, name in zip(columns, names, strict=True):
+        _check_text_type(label, column, dataset.features.arrow_schema.field(name).type)
     has_blank = False
-    for batch in dataset.with_format("arrow").iter(batch_size=10_000):  # streamed: the data stays on disk
-        for column, name in zip(columns, names, strict=True):
+    for batch in dataset.with_format("arrow").iter(batch_size=10_000):
+        for name in names:
             values = batch.column(name)
-            if values.type not in ("string", "large_string"):
-                raise DataError(
-                    f"hub dataset {data.train!r}: column {column!r} holds {values.type}, expected text"
-                )
             blank = pc.or_kleene(pc.is_null(values), pc.equal(pc.utf8_trim_whitespace(values), ""))
             has_blank = has_blank or bool(pc.any(blank).as_py())
     if has_blank:  # as SimCSE: see the module docstring
@@ -218,7 +307,19 @@ def _hub_dataset(data: DataConfig, columns: list[str], names: list[str]) -> Any:
         def fill(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
             return {n: [v if v is not None and v.strip() else EMPTY_TEXT for v in batch[n]] for n in names}
 
-        dataset = dataset.map(fill, batched=True, desc="empty texts → ' '")
+        # into the datasets cache, never beside a save_to_disk folder's own files (which the map would use)
+        import datasets
+
+        cache = Path(datasets.config.HF_DATASETS_CACHE) / "lwap-empty-texts"
+        cache.mkdir(parents=True, exist_ok=True)
+        fingerprint = f"{dataset._fingerprint}-empty-texts"
+        dataset = dataset.map(
+            fill,
+            batched=True,
+            desc="empty texts → ' '",
+            new_fingerprint=fingerprint,
+            cache_file_name=str(cache / f"{fingerprint}.arrow"),
+        )
     return dataset
 
 

@@ -234,11 +234,11 @@ def _about_lwap(m: Any) -> str:
 def _training(config: TrainConfig, summary: dict[str, Any], logged: dict[int, dict[str, float]]) -> str:
     t, o = config.training, config.objective
     examples = summary.get("train_examples")
-    unit = (
-        "sentences"
-        if o.name == "unsup_simcse"
-        else ("triplets" if config.data.hard_negative_column else "pairs")
+    negatives = len(config.data.negative_columns())
+    unit = {0: "pairs", 1: "triplets"}.get(
+        negatives, f"(anchor, positive, {negatives} hard negatives) tuples"
     )
+    unit = "sentences" if o.name == "unsup_simcse" else unit
     rows = [
         (
             "objective",

@@ -228,10 +228,10 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
 
 
 def _sentences_per_example(config: TrainConfig) -> int:
-    """Input texts read per training example: 1 unsupervised (encoded twice), 2 or 3 supervised."""
+    """Input texts read per training example: 1 unsupervised (encoded twice), 2 + hard negatives supervised."""
     if config.objective.name == "unsup_simcse":
         return 1
-    return 3 if config.data.hard_negative_column is not None else 2
+    return 2 + len(config.data.negative_columns())
 
 
 def _summary(

@@ -69,8 +69,10 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
     from lwap.train.report import DEV_METRIC
+    from lwap.train.reporting import checked_integrations, for_transformers
 
     t, e, o = config.training, config.eval, config.output
+    integrations = checked_integrations(t.report_to)  # before any work: one line for a missing one
     use_cpu = not training_on_cuda(t.device, torch.cuda.is_available())
     if t.precision == "fp16" and use_cpu:
         raise ConfigError(
@@ -117,7 +119,8 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             logging_steps=t.logging_steps,
             logging_nan_inf_filter=False,  # a NaN loss stops the run (StopOnNonFinite): log it, not a mean
             logging_first_step=True,
-            report_to="none",  # TensorBoard is added as a callback with a fixed folder (see build_trainer)
+            # TensorBoard is lwap's own callback, with a fixed folder (build_trainer); the rest pass through
+            report_to=for_transformers(integrations) or "none",
             disable_tqdm=not t.progress_bar,
         )
     except ValueError as error:  # transformers' own consistency checks; ours run first, so this is rare
@@ -224,6 +227,7 @@ def build_trainer(
     from lwap.train.losses import SimCSELoss
     from lwap.train.precision import OutsideTrainingAutocastEvaluation, Tf32ForTraining
     from lwap.train.report import DEV_METRIC
+    from lwap.train.reporting import TENSORBOARD, requested
 
     if not checkpoints and config.eval.keep_best:
         raise ValueError("checkpoints=False needs eval.keep_best: false (keeping the best reloads one)")
@@ -289,10 +293,10 @@ def build_trainer(
     )
     own.append(divergence)
     if args.process_index == 0:
-        own += [
-            MetricsCsv(out / outputs.METRICS_CSV),
-            TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(out / outputs.TENSORBOARD_DIR))),
-        ]
+        own.append(MetricsCsv(out / outputs.METRICS_CSV))
+        if TENSORBOARD in requested(config.training.report_to):
+            writer = SummaryWriter(log_dir=str(out / outputs.TENSORBOARD_DIR))
+            own.append(TensorBoardCallback(tb_writer=writer))
     trainer = OutsideTrainingAutocastEvaluation(
         model=model,
         args=args,
