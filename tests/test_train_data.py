@@ -152,10 +152,10 @@ def test_missing_column_and_wrong_kind(tmp_path: Path) -> None:
     message = error_of(sup, path)
     assert "'hard_neg'" in message and "hard_negative_column: null" in message
     path.write_text("sent0,sent1,hard_neg\n", encoding="utf-8")
-    assert "no data rows" in error_of(sup, path)
+    assert "no examples" in error_of(sup, path)
     text = tmp_path / "s.txt"
     text.write_text("one\n", encoding="utf-8")
-    assert "CSV/TSV" in error_of(sup, text)
+    assert "sup_simcse reads a table" in error_of(sup, text)
 
 
 def test_hub_id_offline_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -173,6 +173,7 @@ def test_json_array_split_anywhere_across_chunks(tmp_path: Path, monkeypatch: py
         list(data_rows.json_array_rows(path, ("text",), ("text",)))
 
 
+@pytest.mark.slow  # tracemalloc slows every allocation: about 40 s
 def test_a_big_json_lines_file_is_streamed(tmp_path: Path) -> None:
     """200,000 examples (~12 MB): read into the Arrow cache without the file's rows in memory."""
     import tracemalloc

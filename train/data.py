@@ -268,9 +268,10 @@ def _first_line(error: BaseException) -> str:
 def _check_columns(label: str, present: list[str], columns: list[str], names: list[str]) -> None:
     missing = [c for c in columns if c not in present]
     if missing:
+        hint = data_rows.pairs_hint(missing, tuple(columns), tuple(names))
         raise DataError(
             f"{label}: missing column(s) {', '.join(repr(m) for m in missing)}; it has "
-            f"{', '.join(repr(p) for p in present)}{data_rows.pairs_hint(missing, tuple(columns), tuple(names))}"
+            f"{', '.join(repr(p) for p in present)}{hint}"
         )
 
 

@@ -137,9 +137,8 @@ def card_text(
     evaluation: dict[str, Any] | None,
     model_dir: Path,
 ) -> str:
-    """The card as Markdown with YAML front matter (what the Hugging Face hub reads)."""
-    import yaml
-
+    """The card as Markdown with YAML front matter (what the Hugging Face hub reads, with the
+    `model-index` of its scores: lwap.train.model_index)."""
     m = config.model
     pooling = POOLING_NAMES.get(m.pooling, f"{m.pooling} pooling")
     objective = OBJECTIVE_NAMES.get(config.objective.name, config.objective.name)
@@ -161,9 +160,12 @@ def card_text(
     if _hub_id(m.backbone):
         front["base_model"] = m.backbone
     code = sorted(p.name for p in model_dir.glob("*.py"))
+    title = f"{m.backbone} + {pooling}, {objective}"
+    from lwap.train.model_index import eval_results, front_matter
+
     parts = [
-        f"---\n{yaml.safe_dump(front, sort_keys=False)}---",
-        f"# {m.backbone} + {pooling}, {objective}",
+        f"---\n{front_matter(front, title, eval_results(summary, evaluation))}---",
+        f"# {title}",
         f"A sentence encoder trained with lwap: the backbone `{m.backbone}` with {pooling}, trained with "
         f"{objective}. It maps text to vectors for semantic similarity and search (cosine similarity).",
         "## Usage",

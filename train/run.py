@@ -228,7 +228,8 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
 
 
 def _sentences_per_example(config: TrainConfig) -> int:
-    """Input texts read per training example: 1 unsupervised (encoded twice), 2 + hard negatives supervised."""
+    """Input texts read per training example: 1 unsupervised (encoded twice), supervised 2 + the number
+    of hard negatives."""
     if config.objective.name == "unsup_simcse":
         return 1
     return 2 + len(config.data.negative_columns())
