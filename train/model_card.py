@@ -163,8 +163,9 @@ def card_text(
     title = f"{m.backbone} + {pooling}, {objective}"
     from lwap.train.model_index import eval_results, front_matter
 
+    results = eval_results(summary, evaluation, selected_on_dev=config.eval.keep_best)
     parts = [
-        f"---\n{front_matter(front, title, eval_results(summary, evaluation))}---",
+        f"---\n{front_matter(front, title, results)}---",
         f"# {title}",
         f"A sentence encoder trained with lwap: the backbone `{m.backbone}` with {pooling}, trained with "
         f"{objective}. It maps text to vectors for semantic similarity and search (cosine similarity).",

@@ -5,8 +5,8 @@ huggingface_hub `EvalResult` per dataset and metric, turned into the `model-inde
 which also writes the other front-matter fields. lwap writes its own card (lwap.train.model_card), so it
 builds the entries from its own records rather than from sentence-transformers' evaluator objects:
 
-- the kept checkpoint's score on the selection set (STS-B dev, split `validation`): a 0–1 Spearman, as the
-  card's text gives it. It is no held-out score, and its dataset name says so;
+- the saved model's STS-B dev score (split `validation`): a 0–1 Spearman, as the card's text gives it.
+  Where it chose the kept checkpoint (`eval.keep_best`) it is no held-out score, and its name says so;
 - with `lwap card RUN --eval`: this model's held-out scores (split `test`), × 100 as the card's table
   gives them: cosine Spearman per STS task, nDCG@10 / MRR@10 / Recall@100 per search set.
 
@@ -25,8 +25,11 @@ SEARCH_TASK = {"task_type": "retrieval", "task_name": "Retrieval"}
 SPEARMAN = "spearman_cosine"
 
 
-def eval_results(summary: dict[str, Any], evaluation: dict[str, Any] | None) -> list[Any]:
-    """The `EvalResult`s of the scores the card reports (see the module docstring)."""
+def eval_results(
+    summary: dict[str, Any], evaluation: dict[str, Any] | None, *, selected_on_dev: bool = True
+) -> list[Any]:
+    """The `EvalResult`s of the scores the card reports (see the module docstring); `selected_on_dev`:
+    the kept checkpoint was chosen on STS-B dev (`eval.keep_best`), which its dataset name then says."""
     from huggingface_hub import EvalResult
 
     from lwap.eval.report import SEARCH_COLUMNS
@@ -39,7 +42,9 @@ def eval_results(summary: dict[str, Any], evaluation: dict[str, Any] | None) -> 
             EvalResult(
                 **STS_TASK,
                 dataset_type="stsb",
-                dataset_name="STS-B dev (the selection set: the kept checkpoint was chosen on it)",
+                dataset_name="STS-B dev (the selection set: the kept checkpoint was chosen on it)"
+                if selected_on_dev
+                else "STS-B dev",
                 dataset_split="validation",
                 metric_type=SPEARMAN,
                 metric_name="Spearman correlation of cosine similarity",
