@@ -201,6 +201,7 @@ NOT_PATHS: dict[str, str] = {
     "model.lwap_queries": "a choice",
     "model.lwap_latent_queries": "a number",
     "model.lwap_output": "a choice",
+    "model.lwap_level_norm": "a choice",
     "model.mlp_at_inference": "a flag",
     "data.max_examples": "a number",
     "data.text_column": "a column name",
