@@ -59,8 +59,3 @@ def test_the_table_reads_every_run_and_the_bar(tmp_path: Path) -> None:
     assert rows["| the control: the same recipe, plain PyTorch"].endswith("| — |")
     assert (budget / "diagnosis/lr3e-5/cls/plain_simcse.json").is_file()  # copied beside the scores
 
-
-def test_its_rows_are_the_queues_control_and_diagnoses() -> None:
-    queue = load_benchmark("new_backbone_queue")
-    labels = [label for label, _ in load_script().PLAIN_RUNS]
-    assert labels == ["plain-simcse", *(f"diagnosis/{name}" for name in queue.DIAGNOSES)]
