@@ -310,7 +310,8 @@ def test_the_report_describes_each_attention_profile_and_the_shift_between_backb
 
 def test_the_committed_cells_load_and_reproduce_docs_results_byte_for_byte() -> None:
     """Every committed cell still loads, and the report made from them is docs/RESULTS.md exactly: the
-    page is generated, never edited by hand (`python benchmarks/compare_poolers.py report` rewrites it)."""
+    page is generated, never edited by hand (`python benchmarks/grid/compare_poolers.py report` rewrites
+    it)."""
     results = REPO / "benchmarks" / "results" / "compare"
     grid = Grid(results, results / "work")
     loaded = 0

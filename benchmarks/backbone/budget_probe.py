@@ -2,7 +2,7 @@
 gain over the untouched backbone at the grid's budget, and that the budget be raised for every pooler
 alike if it does not.
 
-    python benchmarks/budget_probe.py --backbone benchmarks/backbones/bert-mlm-4l256
+    python benchmarks/backbone/budget_probe.py --backbone benchmarks/backbones/bert-mlm-4l256
 
 The budgets are tried in this order, fixed before the backbone they are for existed, so the choice cannot
 follow the answer:
@@ -40,10 +40,13 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import REPO
 from lwap.compare.cells import read
 from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
 
-REPO = Path(__file__).resolve().parents[1]
 MARGIN = 2.0  # Avg. (all) points: "clearly" above every untouched row
 BUDGETS: dict[str, dict[str, list[str]]] = {
     "grid": {"unsup": [], "sup": []},
@@ -172,14 +175,14 @@ def main(argv: list[str] | None = None) -> int:
         choice += [
             f"- {regime}: `{label}`{verdict}:",
             "",
-            f"      python benchmarks/compare_poolers.py run "
+            f"      python benchmarks/grid/compare_poolers.py run "
             f"--regime {regime} --backbone {a.backbone} {sets}".rstrip(),
             "",
         ]
     text = [
         f"# Budget probe: {name}",
         "",
-        f"Made by `python benchmarks/budget_probe.py --backbone {a.backbone} --rule {a.rule}` "
+        f"Made by `python benchmarks/backbone/budget_probe.py --backbone {a.backbone} --rule {a.rule}` "
         "(the rule: its docstring). Seed 0, STS tasks only; STS Spearman × 100.",
         "",
         *table,
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     results.mkdir(parents=True, exist_ok=True)
     (results / "README.md").write_text("\n".join(text), encoding="utf-8")
-    # What benchmarks/new_backbone_queue.py reads to run the grid (or stop at a failed gate).
+    # Each regime's budget, whether it passed and its `--set`s: what the grid runs with (or no grid).
     (results / "choice.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print("\n".join(text))
     return 0

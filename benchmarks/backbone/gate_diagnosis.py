@@ -1,14 +1,14 @@
 """After a failed gate: the control and the diagnoses beside lwap's trained cells, read by the rule
 pre-registered in docs/COMPARE.md ("Diagnosis if the gate fails").
 
-    python benchmarks/gate_diagnosis.py --backbone benchmarks/backbones/bert-prenorm-4l256-sentences
+    python benchmarks/backbone/gate_diagnosis.py --backbone benchmarks/backbones/bert-prenorm-4l256-sentences
 
-Reads what `benchmarks/new_backbone_queue.py` left: the gate's untouched rows and its first budget's
-unsupervised cells (`budget/NAME/long/`), the plain loop's scores (`budget/NAME/plain-simcse/POOLING/`,
-`budget/NAME/diagnosis/LABEL/POOLING/`, each `lwap eval --tasks sts`) and each plain run's record
-(`runs/...`, its STS-B dev curve), which it copies beside the scores so that the table can be remade from
-the repository alone. Writes `budget/NAME/DIAGNOSIS.md` and prints it. Runs not finished yet are rows
-that say so.
+Reads what the gate and its control left (docs/PRETRAIN.md says how they were run): the gate's untouched
+rows and its first budget's unsupervised cells (`budget/NAME/long/`), the plain loop's scores
+(`budget/NAME/plain-simcse/POOLING/`, `budget/NAME/diagnosis/LABEL/POOLING/`, each `lwap eval --tasks
+sts`) and each plain run's record (`runs/...`, its STS-B dev curve), which it copies beside the scores so
+that the table can be remade from the repository alone. Writes `budget/NAME/DIAGNOSIS.md` and prints it.
+Runs not finished yet are rows that say so.
 """
 
 from __future__ import annotations
@@ -20,15 +20,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from budget_probe import GATE_BUDGETS, GATE_MARGINS  # benchmarks/ is on sys.path for a script
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from benchmarks import REPO
+from benchmarks.backbone.budget_probe import GATE_BUDGETS, GATE_MARGINS
 from lwap.compare.cells import read, scores
 from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
 
-REPO = Path(__file__).resolve().parents[1]
 GATE_BUDGET = next(iter(GATE_BUDGETS))  # the gate's first budget, the one the control repeats
 MARGIN = GATE_MARGINS["unsup"]  # the control repeats the gate's unsupervised cells
-# (label, what it changes), in the order the queue runs them (new_backbone_queue.DIAGNOSES)
+# (label, what it changes): the control, then each diagnosis in the order docs/COMPARE.md pre-registers
 PLAIN_RUNS = (
     ("plain-simcse", "the control: the same recipe, plain PyTorch"),
     ("diagnosis/lr3e-5", "lr 3e-5 (SimCSE's bert-base rate)"),
@@ -89,11 +91,12 @@ def diagnosis(backbone: str, repo: Path = REPO) -> str:
     lines = [
         f"# The gate's diagnosis: {name}",
         "",
-        f"Made by `python benchmarks/gate_diagnosis.py --backbone {backbone}`; the plan and how it is read:",
-        'docs/COMPARE.md, "Diagnosis if the gate fails". Unsupervised SimCSE, seed 0, the gate\'s first',
-        "budget (lr 3e-4, 64,000 Wikipedia sentences, batch 64, length 32, bf16) unless the row says what it",
-        "changes; the plain rows are `benchmarks/plain_simcse.py` (nothing from lwap's trainer). Avg. (all):",
-        "the seven STS tasks, Spearman × 100; STS-B dev × 100 at step 0 → the kept step; at the last step.",
+        f"Made by `python benchmarks/backbone/gate_diagnosis.py --backbone {backbone}`; the plan and how it",
+        'is read: docs/COMPARE.md, "Diagnosis if the gate fails". Unsupervised SimCSE, seed 0, the gate\'s',
+        "first budget (lr 3e-4, 64,000 Wikipedia sentences, batch 64, length 32, bf16) unless the row says",
+        "what it changes; the plain rows are `benchmarks/backbone/plain_simcse.py` (nothing from lwap's",
+        "trainer). Avg. (all): the seven STS tasks, Spearman × 100; STS-B dev × 100 at step 0 → the kept",
+        "step; at the last step.",
         "",
         "Untouched rows, Avg. (all): "
         + ", ".join(f"`{p}` {v:.2f}" for p, v in untouched.items())

@@ -1,13 +1,13 @@
 """Unsupervised SimCSE in plain PyTorch, written without lwap's trainer: the control of issue 36's gate.
 
-When `python benchmarks/budget_probe.py --backbone B --rule gate` fails (trained `cls` and `mean` do not
-clear the untouched rows), is the backbone unable to learn SimCSE, or is lwap's trainer at fault? This
+When `python benchmarks/backbone/budget_probe.py --backbone B --rule gate` fails (trained `cls` and `mean`
+do not clear the untouched rows), is the backbone unable to learn SimCSE, or is lwap's trainer at fault? This
 script trains the same recipe (in-batch InfoNCE over two dropout views, AdamW, linear decay, STS-B dev
 selection of the best trained step) with nothing from lwap, and saves a sentence-transformers folder that
 `lwap eval` scores like any other model. Run it beside the gate at the gate's `long` budget:
 
-    python benchmarks/budget_probe.py --backbone B --rule gate
-    python benchmarks/plain_simcse.py --backbone B --pooling cls --out runs/plain-simcse/cls
+    python benchmarks/backbone/budget_probe.py --backbone B --rule gate
+    python benchmarks/backbone/plain_simcse.py --backbone B --pooling cls --out runs/plain-simcse/cls
     python -m lwap eval runs/plain-simcse/cls --tasks sts
 
 The STS-B dev split is the one lwap's trainer selects on, SentEval's tokenized copy
@@ -30,11 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 import torch
 import torch.nn.functional as F
 import transformers
 from scipy.stats import spearmanr
 from torch import nn
+
+from benchmarks.speed.speedbench.machine import machine_info
 
 PROG = "plain_simcse.py"
 EVAL_BATCH = 128
@@ -354,8 +359,7 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         "training_dropout": [model.config.hidden_dropout_prob, model.config.attention_probs_dropout_prob],
         "device": str(device),
         "wall_seconds": round(wall, 2),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
+        "machine": machine_info(device=str(device)),
     }
     (Path(a.out) / "plain_simcse.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return record

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The evaluation baselines quoted in docs/EVALUATION.md: `lwap eval` on the packaged all-MiniLM-L6-v2 with its
 # own mean pooling, and with `cls` pooling of the same, untouched backbone. Rerun with
-#   bash benchmarks/eval_minilm.sh [OUTPUT_DIR [more lwap eval options]]
+#   bash benchmarks/baselines/eval_minilm.sh [OUTPUT_DIR [more lwap eval options]]
 # (default OUTPUT_DIR benchmarks/results/eval-minilm; e.g. add --precision bf16 or --mteb).
 # Each run prints its table and wall time; OUTPUT_DIR/<run>/ gets results.json and results.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 out="${1:-benchmarks/results/eval-minilm}"
 shift || true

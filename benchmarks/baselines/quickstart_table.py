@@ -1,6 +1,7 @@
 """Re-measure the README's quick-start table: `lwap train quickstart` into a fresh folder, then `lwap eval`.
 
-    python benchmarks/quickstart_table.py [--out outputs/quickstart-table] [--threads N] [--skip-backbone]
+    python benchmarks/baselines/quickstart_table.py [--out outputs/quickstart-table] [--threads N]
+        [--skip-backbone]
 
 Runs, each as its own process (as a user runs them): `lwap train quickstart` into OUT/quickstart
 (--overwrite: a fresh run, never a resumed one), `lwap eval OUT/quickstart/model` and, unless
@@ -21,14 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import REPO
+from benchmarks.speed.speedbench.machine import machine_info
+
 BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
 STS_COLUMNS = (  # results.json "sts" key → README column
     ("sts12", "STS12"),
@@ -115,9 +120,10 @@ def report(record: dict[str, Any], summary: dict[str, Any], results: dict[str, A
     m, seconds = record["machine"], record["seconds"]
     fp32 = ", ".join(f"{k} {v:.4f}" for k, v in record["fp32_dev_spearman"].items())
     ran_on = (
-        f"Measured {record['date']} (`python benchmarks/quickstart_table.py`): {m['torch_threads']} torch "
-        f"threads on {m['cpus']} CPUs (load average {record['load_average_before'][0]} before, "
-        f"{record['load_average_after'][0]} after); torch {m['torch']}, transformers {m['transformers']}, "
+        f"Measured {record['date']} (`python benchmarks/baselines/quickstart_table.py`): "
+        f"{m['torch_threads']} torch threads on {m['cores']} CPUs (load average "
+        f"{record['load_average_before'][0]} before, {record['load_average_after'][0]} after); "
+        f"torch {m['torch']}, transformers {m['transformers']}, "
         f"sentence-transformers {m['sentence_transformers']}, lwap {m['lwap']}; training data "
         f"{record['train']['data']}; training {seconds['train']:.0f} s wall. STS-B dev rescored in fp32 "
         f"outside the trainer: {fp32}."
@@ -176,10 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     lwap = [sys.executable, "-m", "lwap"]
     record: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "processor": platform.processor() or platform.machine(),
-            "python": platform.python_version(),
+        "machine": {  # torch's threads and the versions: a fresh process's, as `lwap` gets them (probe)
+            **machine_info(),
             "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS"),
             "LWAP_DATA_DIR": env.get("LWAP_DATA_DIR"),
             **probe(env),

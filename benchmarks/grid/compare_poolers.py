@@ -1,10 +1,11 @@
 """The repository's pooler comparison: `lwap compare` with the repository's own folders.
 
-    python benchmarks/compare_poolers.py run --regime unsup [--seeds 0 1 2] [--poolers lwap cls ...]
-    python benchmarks/compare_poolers.py run --regime sup
-    python benchmarks/compare_poolers.py run --regime unsup --backbone ../shared/models/NAME [--set KEY=VALUE]
-    python benchmarks/compare_poolers.py report            # writes docs/RESULTS.md from the cell files
-    python benchmarks/compare_poolers.py figure            # draws docs/layer_attention.png
+    python benchmarks/grid/compare_poolers.py run --regime unsup [--seeds 0 1 2] [--poolers lwap cls ...]
+    python benchmarks/grid/compare_poolers.py run --regime sup
+    python benchmarks/grid/compare_poolers.py run --regime unsup --backbone ../shared/models/NAME [--set K=V]
+    python benchmarks/grid/compare_poolers.py report   # writes docs/RESULTS.md from the cell files
+    python benchmarks/grid/compare_poolers.py figure   # draws docs/layer_attention.png
+    python -m benchmarks.grid.compare_poolers report   # the same, as a module
 
 The same subcommands as `lwap compare` (see `lwap compare --help` and lwap/compare, installed from
 compare/), with the cells in benchmarks/results/compare (tracked), models and checkpoints in
@@ -20,7 +21,11 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import REPO
+
 RESULTS = "benchmarks/results/compare"
 DEFAULTS = {
     "work_dir": "outputs/compare",

@@ -3,10 +3,10 @@
 # twice with identical settings (one thread each) into scratch folders under outputs/reruns/, evaluated
 # on the 7 STS tasks (the figure compared is their average). The committed cells are not touched; the
 # two runs' cell files are copied to benchmarks/results/compare/reruns/<backbone>/run<N>.json, which
-# `python benchmarks/compare_poolers.py report` reads. Resumable: rerunning skips finished runs.
-#   bash benchmarks/rerun_cells.sh [all-MiniLM-L6-v2 | minilm-l6-mlm]   (default: both, one after the other)
+# `python benchmarks/grid/compare_poolers.py report` reads. Resumable: rerunning skips finished runs.
+#   bash benchmarks/grid/rerun_cells.sh [all-MiniLM-L6-v2 | minilm-l6-mlm]   (default: both, one after the other)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 python=${PYTHON:-python}
 declare -A BACKBONES=(

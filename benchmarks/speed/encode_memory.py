@@ -1,7 +1,7 @@
 """Peak memory of `lwap encode` on 100k and 1M lines: it streams, so peak RSS must not grow with the input.
 
-    python benchmarks/encode_memory.py [--lines 100000 1000000] [--model MODEL] [--max-seq-length 64]
-    python benchmarks/encode_memory.py --tiny --lines 100000 1000000   # small random BERT + LWAP head
+    python benchmarks/speed/encode_memory.py [--lines 100000 1000000] [--model MODEL] [--max-seq-length 64]
+    python benchmarks/speed/encode_memory.py --tiny --lines 100000 1000000   # small random BERT + LWAP head
 
 `--tiny` builds a 2-layer, hidden-128 random BERT with an LWAP head (the packaged MiniLM's tokenizer), so
 that 1M lines take minutes rather than the much longer time MiniLM needs (docs/RELIABILITY.md): memory is
@@ -19,16 +19,20 @@ import argparse
 import gzip
 import itertools
 import json
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks import REPO
+from benchmarks.speed.speedbench.machine import machine_info
+
 RESULTS = REPO / "benchmarks" / "results" / "encode_memory.json"
 
 # Runs `lwap encode` as a child and prints that child's peak RSS (KiB on Linux) and wall time.
@@ -106,7 +110,7 @@ def main() -> None:
         "precision": args.precision,
         "max_seq_length": args.max_seq_length,
         "batch_size": args.batch_size,
-        "machine": f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores",
+        "machine": machine_info(),
         "runs": rows,
     }
     history = json.loads(RESULTS.read_text()) if RESULTS.exists() else []

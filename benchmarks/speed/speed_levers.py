@@ -1,13 +1,13 @@
 """Does a speed lever cost quality? The quick start, shortened, with each lever on, scored on STS-B dev.
 
-    python benchmarks/speed_levers.py [--steps 100] [--seeds 42,43] [--runs DIR] [--only NAME,...]
+    python benchmarks/speed/speed_levers.py [--steps 100] [--seeds 42,43] [--runs DIR] [--only NAME,...]
 
 Runs `lwap train configs/quickstart.yaml` (unsupervised SimCSE, LWAP on the packaged all-MiniLM-L6-v2,
 bf16, lr 1e-4, batch 64) for `--steps` steps (its first steps × 64 Wikipedia sentences) with STS-B dev
 evaluated every 50 steps, once per lever setting and seed; the same seed means the same data and
 initialisation. Writes benchmarks/results/speed-levers/results.{json,md}; docs/BENCHMARKS.md includes the
 table. The runs are sequential, so their sentences/s are only indicative (the interleaved measurement
-is benchmarks/speed.py); use OMP_NUM_THREADS to control the threads.
+is benchmarks/speed/speed.py); use OMP_NUM_THREADS to control the threads.
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import REPO, current
+from benchmarks.speed.speedbench.machine import commit
+
 RESULTS = REPO / "benchmarks/results/speed-levers"
 # Every setting starts from the levers off, whatever configs/quickstart.yaml ships (it ships them on).
 OFF = [
@@ -86,7 +91,8 @@ def markdown(results: list[dict], meta: dict) -> str:
     base = {r["seed"]: r for r in results if r["setting"] == "baseline"}
     earlier = meta.get("earlier", meta)
     commits = {r.get("commit", earlier["commit"]) for r in results}
-    commands = dict.fromkeys([earlier.get("command", "python benchmarks/speed_levers.py"), meta["command"]])
+    recorded = [earlier.get("command", "python benchmarks/speed/speed_levers.py"), meta["command"]]
+    commands = dict.fromkeys(map(current, recorded))  # as today's paths (the flat layout's, mapped)
     lines = [
         "STS-B dev Spearman (cosine) of `lwap train configs/quickstart.yaml` shortened to "
         f"{meta['steps']} steps "
@@ -130,19 +136,13 @@ def main() -> None:
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     names = args.only.split(",") if args.only else list(SETTINGS)
-    git = ["git", "-C", str(REPO)]
-    commit = subprocess.run(
-        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    if subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True).stdout.strip():
-        commit += "+uncommitted"
     meta = {
         "steps": args.steps,
-        "commit": commit,
+        "commit": commit(),
         "date": time.strftime("%Y-%m-%d"),
         "threads": os.environ.get("OMP_NUM_THREADS", "default"),
         "load_before": os.getloadavg()[0],
-        "command": " ".join(["python benchmarks/speed_levers.py", *sys.argv[1:]]),
+        "command": " ".join(["python benchmarks/speed/speed_levers.py", *sys.argv[1:]]),
     }
     # runs accumulate across invocations (same steps): a rerun of a setting and seed replaces the old one
     previous = RESULTS / "results.json"

@@ -1,4 +1,10 @@
-"""The machine a run measured: CPU, versions, commit, and how busy other processes kept it."""
+"""What a run measured on: the one capture of machine, versions and commit every benchmark records, and
+how busy other processes kept the machine.
+
+The commit is $LWAP_COMMIT where set (a GPU machine's checkout may have no git: gpu_check.sh passes it),
+else git's, "+uncommitted" when the working tree differs, else "unknown (...)": never an error, since a
+run must not die on the machine it describes.
+"""
 
 from __future__ import annotations
 
@@ -6,40 +12,71 @@ import contextlib
 import datetime
 import os
 import platform
+import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from speedbench.settings import REPO
+from benchmarks import REPO
 
 
-def machine_info(threads: int) -> dict[str, Any]:
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what `platform` knows."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def git_commit(checkout: Path) -> str | None:
+    """`checkout`'s short commit, "+uncommitted" if its working tree differs; None where git cannot say."""
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["git", "-C", str(checkout), *args], capture_output=True, text=True, check=False, timeout=20
+        )
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        if head.returncode != 0 or not head.stdout.strip():
+            return None
+        dirty = git("status", "--porcelain").stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+uncommitted" if dirty else "")
+
+
+def commit() -> str:
+    """This checkout's commit: $LWAP_COMMIT, else git's, else "unknown (...)" (never an error)."""
+    if os.environ.get("LWAP_COMMIT"):
+        return os.environ["LWAP_COMMIT"]
+    if shutil.which("git") is None:
+        return "unknown (no git)"
+    return git_commit(REPO) or "unknown (not a git checkout)"
+
+
+def machine_info(threads: int | None = None, device: str = "cpu") -> dict[str, Any]:
+    """Machine, versions, commit and date, as every benchmark records them. `threads`: torch's thread
+    count for the run (default: this process's); `device`: "cuda" names the GPU."""
     import sentence_transformers
     import torch
     import transformers
 
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True, check=False
-    ).stdout.strip()
+    cpu = cpu_name()
     return {
+        "device": torch.cuda.get_device_name() if device.startswith("cuda") else cpu,
         "cpu": cpu,
         "cores": os.cpu_count(),
-        "torch_threads": threads,
+        "torch_threads": threads or torch.get_num_threads(),
         "torch": torch.__version__,
+        "cuda": torch.version.cuda,
         "transformers": transformers.__version__,
         "sentence_transformers": sentence_transformers.__version__,
         "python": platform.python_version(),
-        "commit": commit + ("+uncommitted" if dirty else ""),
+        "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM", "unset (parallel)"),
+        "commit": commit(),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
     }
 

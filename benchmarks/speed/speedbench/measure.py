@@ -1,4 +1,5 @@
-"""Measurements outside training: the matmul bound of this CPU and `model.encode` sentences/s."""
+"""Measurements outside training: the matmul bound of this CPU (and a GPU's GEMM rate), `model.encode`
+sentences/s."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import statistics
 import time
 from typing import Any
 
-from speedbench.settings import BACKBONE, BATCH, MAX_LENGTH
+from benchmarks.speed.speedbench.settings import BACKBONE, BATCH, MAX_LENGTH
+from benchmarks.speed.speedbench.timing import synchronize
 
 
 def matmul_bound(threads: int, repeats: int, hidden: int = 384, intermediate: int = 1536) -> dict[str, Any]:
@@ -48,6 +50,23 @@ def matmul_bound(threads: int, repeats: int, hidden: int = 384, intermediate: in
             "square_2048_gflops": 2 * 2048**3 / timed(square, square) / 1e9,
         }
     return result
+
+
+def gemm_rate(device: str, n: int, repeats: int) -> float:
+    """Measured bf16 FLOP/s of n×n GEMMs on `device`, synchronised (the GPU benchmark's MFU denominator:
+    a GPU's square GEMMs reach its peak, where the CPU's bound above uses the model's own shapes)."""
+    import torch
+
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    synchronize(device)
+    return 2 * n**3 * repeats / (time.perf_counter() - start)
 
 
 def encode_speed(sentences: list[str], rounds: int, threads: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.variants import Built
+from benchmarks.speed.speedbench.variants import Built
 
 
 def profile_variant(variant: Built, steps: int) -> dict[str, Any]:

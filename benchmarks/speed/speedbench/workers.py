@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from speedbench.profiling import profile_variant
-from speedbench.settings import TRAIN_SENTENCES, read_sentences
-from speedbench.variants import Built, Variant
+from benchmarks.speed.speedbench.profiling import profile_variant
+from benchmarks.speed.speedbench.settings import TRAIN_SENTENCES, read_sentences
+from benchmarks.speed.speedbench.variants import Built, Variant
 
 
 def worker(conn: Any, variants: list[Variant], threads: int, keep_memory: bool) -> None:
