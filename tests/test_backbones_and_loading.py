@@ -84,8 +84,9 @@ def test_sentence_transformers_folder_as_backbone(tiny_bert, tmp_path) -> None:
 
 
 def test_a_roberta_style_position_table_caps_the_length_at_the_tokens_it_can_number(tmp_path) -> None:
-    """RoBERTa-style embeddings (the pre-LayerNorm backbone of benchmarks/pretrain_mlm.py) number positions
-    from padding_idx + 1: a table of 18 holds 17 tokens with [PAD] = 0, and 18 would crash the embedding."""
+    """RoBERTa-style embeddings (the pre-LayerNorm backbone of benchmarks/backbone/pretrain_mlm.py) number
+    positions from padding_idx + 1: a table of 18 holds 17 tokens with [PAD] = 0, and 18 would crash the
+    embedding."""
     import torch
     from conftest import tokenizer_folder
     from transformers import AutoTokenizer, RobertaPreLayerNormConfig, RobertaPreLayerNormModel

@@ -1,26 +1,18 @@
-"""benchmarks/budget_probe.py's rule: budgets in their fixed order, the first where trained `cls` beats
-every untouched row by MARGIN wins; none passing takes the largest and says so; untouched rows once."""
+"""benchmarks/backbone/budget_probe.py's rule: budgets in their fixed order, the first where trained `cls`
+beats every untouched row by MARGIN wins; none passing takes the largest and says so; untouched rows once."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from benchmarks.backbone import budget_probe as script
 from lwap.compare.grid import Grid
 
 REPO = Path(__file__).resolve().parents[1]
 UNTOUCHED = {"mean": 45.0, "cls": 17.0, "first_last_avg": 44.0}
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("budget_probe", REPO / "benchmarks" / "budget_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def write(path: Path, avg: float, scifact: float | None = None) -> None:
@@ -45,7 +37,6 @@ def write(path: Path, avg: float, scifact: float | None = None) -> None:
 def test_the_first_budget_that_clearly_gains_is_chosen(
     tmp_path: Path, trained_cls: dict, expected: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = load_script()
     calls = []
 
     def fake_run(
@@ -78,7 +69,7 @@ def test_the_first_budget_that_clearly_gains_is_chosen(
 )
 def test_weighted_pools_the_top_half_of_the_layers(tmp_path: Path, layers: int, settings: list[str]) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": layers}), encoding="utf-8")
-    assert load_script().depth_settings(tmp_path) == settings
+    assert script.depth_settings(tmp_path) == settings
 
 
 def test_the_gate_needs_cls_and_mean_above_every_untouched_row_by_its_margin(
@@ -86,7 +77,6 @@ def test_the_gate_needs_cls_and_mean_above_every_untouched_row_by_its_margin(
 ) -> None:
     """Issue 36's gate: unsupervised +5, supervised +10 over the best untouched row (mean, 45.0), for both
     trained `cls` and trained `mean`; `cls` alone clearing it is not enough."""
-    script = load_script()
     trained = {  # (cls, mean) per regime and budget
         "unsup": {"long": (51.0, 49.0), "lr1e-4": (52.0, 50.0)},
         "sup": {"long": (54.0, 60.0), "lr1e-4": (56.0, 54.9), "lr1e-4-long": (54.0, 54.0)},
@@ -112,8 +102,7 @@ def test_the_gate_needs_cls_and_mean_above_every_untouched_row_by_its_margin(
 
 def test_the_choice_is_written_for_the_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """choice.json: each regime's budget, whether it passed and its `--set`s, depth settings included
-    (what benchmarks/new_backbone_queue.py runs the grid with, or stops at)."""
-    script = load_script()
+    (what the grid runs with, or stops at)."""
     backbone = tmp_path / "bert-new"
     backbone.mkdir()
     (backbone / "config.json").write_text(json.dumps({"num_hidden_layers": 4}), encoding="utf-8")

@@ -252,15 +252,16 @@ def test_user_errors_exit_2_with_one_line_before_any_cell(
     assert not (tmp_path / "r").exists()
 
 
-def test_the_repository_wrapper_writes_docs_results_from_the_committed_cells(tmp_path: Path) -> None:
-    """benchmarks/compare_poolers.py is `lwap compare` with the repository's folders and wording."""
+@pytest.mark.parametrize("how", ["file", "module"])
+def test_the_repository_wrapper_writes_docs_results_from_the_committed_cells(
+    tmp_path: Path, how: str
+) -> None:
+    """benchmarks/grid/compare_poolers.py is `lwap compare` with the repository's folders and wording; run
+    as a file from anywhere, or as a module from the repository root."""
     out = tmp_path / "RESULTS.md"
-    wrapper = [
-        sys.executable,
-        str(REPO / "benchmarks" / "compare_poolers.py"),
-        "report",
-        "--output",
-        str(out),
-    ]
-    subprocess.run(wrapper, check=True, capture_output=True, cwd=tmp_path)
+    if how == "file":
+        wrapper, where = [sys.executable, str(REPO / "benchmarks" / "grid" / "compare_poolers.py")], tmp_path
+    else:
+        wrapper, where = [sys.executable, "-m", "benchmarks.grid.compare_poolers"], REPO
+    subprocess.run([*wrapper, "report", "--output", str(out)], check=True, capture_output=True, cwd=where)
     assert out.read_text(encoding="utf-8") == (REPO / "docs" / "RESULTS.md").read_text(encoding="utf-8")

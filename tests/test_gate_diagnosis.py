@@ -1,21 +1,15 @@
-"""benchmarks/gate_diagnosis.py: the control and the diagnoses beside lwap's cells, against the gate's bar
-(every untouched row + 5), remade from the repository alone once each run's record is copied in."""
+"""benchmarks/backbone/gate_diagnosis.py: the control and the diagnoses beside lwap's cells, against the
+gate's bar (every untouched row + 5), remade from the repository alone once each run's record is copied in."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import ModuleType
 
-from conftest import load_benchmark
-
+from benchmarks.backbone import gate_diagnosis
 from lwap.compare.grid import STS_COLUMNS
 
 BACKBONE = "benchmarks/backbones/bert-new"
-
-
-def load_script() -> ModuleType:
-    return load_benchmark("gate_diagnosis")
 
 
 def sts_results(score: float) -> dict:
@@ -46,7 +40,7 @@ def test_the_table_reads_every_run_and_the_bar(tmp_path: Path) -> None:
         write(tmp_path / "runs/diagnosis/lr3e-5/bert-new" / pooling / "plain_simcse.json", record)
     write(budget / "plain-simcse/cls/results.json", sts_results(41.0))  # its record not there yet
 
-    text = load_script().diagnosis(BACKBONE, tmp_path)
+    text = gate_diagnosis.diagnosis(BACKBONE, tmp_path)
     assert "the bar (every untouched row + 5): **52.00**" in text
     rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| ")}
     assert rows["| lwap's trainer (the gate's `long` cells)"].endswith(
@@ -58,9 +52,3 @@ def test_the_table_reads_every_run_and_the_bar(tmp_path: Path) -> None:
     assert "not run yet" in rows["| the control: the same recipe, plain PyTorch"]
     assert rows["| the control: the same recipe, plain PyTorch"].endswith("| — |")
     assert (budget / "diagnosis/lr3e-5/cls/plain_simcse.json").is_file()  # copied beside the scores
-
-
-def test_its_rows_are_the_queues_control_and_diagnoses() -> None:
-    queue = load_benchmark("new_backbone_queue")
-    labels = [label for label, _ in load_script().PLAIN_RUNS]
-    assert labels == ["plain-simcse", *(f"diagnosis/{name}" for name in queue.DIAGNOSES)]

@@ -1,6 +1,6 @@
 """The gpu tier (`python -m pytest -m gpu`): what only a CUDA GPU can show. Skipped without one (CI is CPU).
 
-benchmarks/gpu_check.sh runs it on a GPU machine together with the GPU benchmark. Every test here uses a
+benchmarks/speed/gpu_check.sh runs it on a GPU machine together with the GPU benchmark. Every test here uses a
 tiny random BERT or the packaged MiniLM: no hub, no data mirror (the GPU machine reaches neither).
 """
 

@@ -1,7 +1,7 @@
-"""benchmarks/gpu_check.sh and its parts on the CPU: the dry run of the whole script, the compile row,
+"""benchmarks/speed/gpu_check.sh and its parts on the CPU: the dry run of the whole script, the compile row,
 gpu_wheels.sh, and the GPU section of docs/BENCHMARKS.md they feed.
 
-The GPU figures come from one run of benchmarks/gpu_check.sh on a GPU machine that is at hand rarely and
+The GPU figures come from one run of benchmarks/speed/gpu_check.sh on a GPU machine that is at hand rarely and
 briefly; this keeps the code of that run working here, so the run is not the first time it executes.
 """
 
@@ -17,12 +17,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks.speed import gpu_report, gpu_section, gpu_speed
+from benchmarks.speed.speedbench import gpu_variants, machine
 
-import gpu_report  # noqa: E402
-import gpu_section  # noqa: E402
-import gpu_speed  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_gpu_section_is_replaced_in_place(tmp_path: Path) -> None:
@@ -39,12 +37,11 @@ def test_gpu_section_is_replaced_in_place(tmp_path: Path) -> None:
 def test_shipped_benchmarks_md_has_the_gpu_section() -> None:
     section = gpu_section.current(REPO / "docs" / "BENCHMARKS.md")
     assert section is not None and "## GPU training" in section
-    assert "benchmarks/gpu_check.sh OUTDIR" in section
+    assert "benchmarks/speed/gpu_check.sh OUTDIR" in section
 
 
 def smoke_env(tmp_path: Path, backbone: Path) -> dict:
     """gpu_speed.py's run environment on the CPU, with the tests' tiny BERT as the backbone."""
-    shape = gpu_speed.Shape(32, 5, 2, 64)  # tiny_bert's
     txt, csv_path, texts = gpu_speed.make_data(tmp_path, str(backbone), 40)
     return {
         "work": tmp_path,
@@ -57,7 +54,6 @@ def smoke_env(tmp_path: Path, backbone: Path) -> dict:
         "precision": "bf16",
         "steps": 3,
         "warmup": 1,
-        "shape": shape,
         "compile_backend": "eager",
         "matmul_flops": 1e9,
     }
@@ -74,23 +70,23 @@ def test_the_compile_row_compiles_and_the_old_wiring_is_refused(
 
     env = smoke_env(tmp_path, tiny_bert)
     setting = gpu_speed.SMOKE[0]
-    built = gpu_speed.lwap_trainer("lwap", setting, env, "torch.compile")
+    built = gpu_variants.lwap_trainer("lwap", setting, env, "torch.compile")
     assert built.trainer.accelerator.state.dynamo_plugin.backend == DynamoBackend.EAGER
 
     def old_wiring(args, backend, mode=None) -> None:
         args.torch_compile = True  # what gpu_speed.py did: __post_init__ has already chosen no backend
 
-    monkeypatch.setattr(gpu_speed, "compile_arguments", old_wiring)
-    with pytest.raises(gpu_speed.NothingCompiled, match="dynamo backend is 'NO', nothing would compile"):
-        gpu_speed.lwap_trainer("lwap", setting, env, "torch.compile")
+    monkeypatch.setattr(gpu_variants, "compile_arguments", old_wiring)
+    with pytest.raises(gpu_variants.NothingCompiled, match="dynamo backend is 'NO', nothing would compile"):
+        gpu_variants.lwap_trainer("lwap", setting, env, "torch.compile")
 
 
 def test_commit_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LWAP_COMMIT", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
-    assert gpu_speed.commit() == "unknown (no git)"
+    assert machine.commit() == "unknown (no git)"
     monkeypatch.setenv("LWAP_COMMIT", "abc1234")
-    assert gpu_speed.commit() == "abc1234"
+    assert machine.commit() == "abc1234"
 
 
 def tier_xml(path: Path, passed: int, failed: list[str]) -> Path:
@@ -123,7 +119,7 @@ def run_gpu_wheels(tmp_path: Path, *args: str, python: str | None = None) -> sub
     if python is not None:
         env["PYTHON"] = python
     return subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "gpu_wheels.sh"), *args],
+        ["bash", str(REPO / "benchmarks" / "speed" / "gpu_wheels.sh"), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -196,7 +192,7 @@ def test_dry_run_of_gpu_check_writes_every_result_file(tmp_path: Path) -> None:
     docs = (REPO / "docs" / "BENCHMARKS.md").read_text(encoding="utf-8")
     out = tmp_path / "out"
     run = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "gpu_check.sh"), "--dry-run", str(out)],
+        ["bash", str(REPO / "benchmarks" / "speed" / "gpu_check.sh"), "--dry-run", str(out)],
         capture_output=True,
         text=True,
         timeout=900,

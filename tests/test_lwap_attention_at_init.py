@@ -1,4 +1,4 @@
-"""benchmarks/lwap_attention_at_init.py: the untrained head's profile is a distribution over the hidden
+"""benchmarks/grid/lwap_attention_at_init.py: the untrained head's profile is a distribution over the hidden
 states, reproducible from the seed (as a grid cell's start), and its peak is no lower than uniform."""
 
 from __future__ import annotations
@@ -6,15 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SENTENCES, load_benchmark
+from conftest import SENTENCES
+
+from benchmarks.grid import lwap_attention_at_init as probe
 
 
-@pytest.fixture(scope="module")
-def probe():
-    return load_benchmark("lwap_attention_at_init")
-
-
-def test_the_profile_at_init_is_a_distribution_and_follows_the_seed(probe, tiny_bert: Path) -> None:
+def test_the_profile_at_init_is_a_distribution_and_follows_the_seed(tiny_bert: Path) -> None:
     first = probe.at_init(str(tiny_bert), "num_layers", 0, SENTENCES)
     again = probe.at_init(str(tiny_bert), "num_layers", 0, SENTENCES)
     other = probe.at_init(str(tiny_bert), "num_layers", 1, SENTENCES)
@@ -26,7 +23,7 @@ def test_the_profile_at_init_is_a_distribution_and_follows_the_seed(probe, tiny_
     assert all(n > 0 for n in first["norms"])
 
 
-def test_the_table_names_every_hidden_state(probe, tiny_bert: Path, tmp_path: Path) -> None:
+def test_the_table_names_every_hidden_state(tiny_bert: Path, tmp_path: Path) -> None:
     from lwap.compare.grid import Grid
 
     lines = probe.backbone_table(str(tiny_bert), 0, SENTENCES, Grid(tmp_path, tmp_path / "work"))

@@ -1,33 +1,24 @@
-"""benchmarks/plain_simcse.py, the lwap-free SimCSE control: a few steps on a 2-layer H=32 BERT write a
-folder sentence-transformers loads, the dev curve starts untrained and the kept step is a trained one;
+"""benchmarks/backbone/plain_simcse.py, the lwap-free SimCSE control: a few steps on a 2-layer H=32 BERT
+write a folder sentence-transformers loads, the dev curve starts untrained and the kept step is a trained one;
 the InfoNCE loss has its textbook values; a caller's mistake is one line and exit 2."""
 
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import math
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
 from conftest import REPO, make_tiny_bert
 
-SCRIPT = REPO / "benchmarks" / "plain_simcse.py"
+from benchmarks.backbone import plain_simcse as script
+
+SCRIPT = REPO / "benchmarks" / "backbone" / "plain_simcse.py"
 WORDS = ["man", "dog", "cat", "plays", "runs", "guitar", "river", "city", "eats", "red", "blue", "old"]
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("plain_simcse", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["plain_simcse"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -68,14 +59,14 @@ def test_a_short_run_saves_a_loadable_model_and_its_dev_curve(
     from sentence_transformers import SentenceTransformer
 
     out = tmp_path / "out"
-    assert load_script().main(options(backbone, *files, out, "--pooling", pooling)) == 0
+    assert script.main(options(backbone, *files, out, "--pooling", pooling)) == 0
     record = json.loads((out / "plain_simcse.json").read_text(encoding="utf-8"))
     assert record["steps"] == 4 and record["sentences"] == 64
     assert [step for step, _ in record["dev_curve"]] == [0, 2, 4]
     trained = record["dev_curve"][1:]
     best = max(score for _, score in trained)
     assert record["best_step"] == next(step for step, score in trained if score == best)  # first, trained
-    assert record["args"]["pooling"] == pooling and record["torch"] == torch.__version__
+    assert record["args"]["pooling"] == pooling and record["machine"]["torch"] == torch.__version__
 
     model = SentenceTransformer(str(out), device="cpu")
     assert model.encode(["a b"]).shape == (1, 32)
@@ -90,16 +81,16 @@ def test_dropout_sets_both_rates_in_training_and_the_saved_config_keeps_the_back
 ) -> None:
     out = tmp_path / "out"
     argv = [*options(backbone, *files, out, "--pooling", "mean", "--dropout", "0.03"), "--max-examples", "32"]
-    assert load_script().main(argv) == 0
+    assert script.main(argv) == 0
     record = json.loads((out / "plain_simcse.json").read_text(encoding="utf-8"))
     assert record["training_dropout"] == [0.03, 0.03] and record["args"]["dropout"] == 0.03
     assert json.loads((backbone / "config.json").read_text())["hidden_dropout_prob"] != 0.03
-    model, _ = load_script().load_backbone(str(backbone))
+    model, _ = script.load_backbone(str(backbone))
     assert model.config.hidden_dropout_prob != 0.03  # without --dropout: the backbone's own
 
 
 def test_info_nce_is_log_batch_when_nothing_differs_and_near_zero_when_pairs_separate() -> None:
-    info_nce = load_script().info_nce
+    info_nce = script.info_nce
     same = torch.ones(8, 4)
     assert float(info_nce(same, same, 0.05)) == pytest.approx(math.log(8), rel=1e-6)
     eye = torch.eye(8)
@@ -108,7 +99,6 @@ def test_info_nce_is_log_batch_when_nothing_differs_and_near_zero_when_pairs_sep
 
 
 def test_readers_skip_blank_lines_and_keep_bare_quotes(files: tuple[Path, Path]) -> None:
-    script = load_script()
     train, dev = files
     sentences = script.read_sentences(train, 60)
     assert len(sentences) == 60 and all(s.strip() for s in sentences)
@@ -147,6 +137,6 @@ def test_other_mistakes_are_one_line_and_exit_2(
     argv = [*options(backbone, *files, tmp_path / "out"), "--pooling", "mean", "--dropout", "0.1"]
     for flag, value in change.items():
         argv[argv.index(flag) + 1] = str(tmp_path / value) if flag == "--train" else value
-    assert load_script().main(argv) == 2
+    assert script.main(argv) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("plain_simcse.py: error:") and message in lines[0]

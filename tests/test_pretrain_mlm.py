@@ -1,4 +1,5 @@
-"""benchmarks/pretrain_mlm.py: evaluation sentences kept out, held-out split, stop/resume, export.
+"""benchmarks/backbone/pretrain_mlm.py and its mlm_*.py modules: evaluation sentences kept out, held-out
+split, stop/resume, export.
 
 A 2-layer H=32 BERT on a few hundred real Wikipedia sentences (the sample packaged with lwap) into which
 evaluation sentences were mixed, written differently (case, whitespace, tokenization).
@@ -7,7 +8,6 @@ evaluation sentences were mixed, written differently (case, whitespace, tokeniza
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import math
 import os
@@ -16,12 +16,15 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
 from transformers import AutoModel
 
+from benchmarks.backbone import pretrain_mlm as script
+from benchmarks.backbone.mlm_checkpoints import finished_checkpoints, read_state, rewarmed_factor
+from benchmarks.backbone.mlm_data import load_tokenizer, normalise, prepared_data, read_splits
+from benchmarks.backbone.mlm_export import rows_text
 from lwap.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,15 +43,6 @@ DISGUISED = [
     "and to delineate three-dimensional fiber architecture in cerebral white matter in preterm (n = 17) "
     "and full-term infants (n = 7).",
 ]
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("pretrain_mlm", REPO / "benchmarks/pretrain_mlm.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["pretrain_mlm"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture()
@@ -71,17 +65,16 @@ def options(tmp_path: Path, wiki: Path, *extra: str) -> list[str]:
 
 
 def test_evaluation_sentences_removed_and_held_out_split(tmp_path: Path, wiki: Path) -> None:
-    script = load_script()
-    train, held, report = script.read_splits(script.parse_args(options(tmp_path, wiki)))
+    train, held, report = read_splits(script.parse_args(options(tmp_path, wiki)))
     assert report["removed_as_evaluation"] == len(DISGUISED)
     assert set(report["evaluation_sentences"]) >= {"STS12", "STS16", "STS-B", "SICK", "SciFact"}
-    remaining = {script.normalise(s) for s in train + held}
-    assert not remaining & {script.normalise(s) for s in DISGUISED}
+    remaining = {normalise(s) for s in train + held}
+    assert not remaining & {normalise(s) for s in DISGUISED}
     sentences = [line for line in wiki.read_text(encoding="utf-8").splitlines() if line not in DISGUISED]
     assert held == sentences[:40]  # the first lines (the file is shuffled), evaluation sentences skipped
     assert train == sentences[40:] and len(train) + len(held) == 300
     args = script.parse_args(options(tmp_path, wiki))
-    rows, held_out, report = script.prepared_data(args, script.load_tokenizer())
+    rows, held_out, report = prepared_data(args, load_tokenizer())
     assert len(held_out) == report["held_out_rows"] > 1 and len(rows) == report["train_rows"] > 1
     masked = torch.stack([row["labels"] != -100 for row in held_out])
     assert 0.1 < masked.sum() / torch.stack([row["attention_mask"] for row in held_out]).sum() < 0.2
@@ -90,16 +83,15 @@ def test_evaluation_sentences_removed_and_held_out_split(tmp_path: Path, wiki: P
 def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Path) -> None:
     import lwap
 
-    script = load_script()
     run = tmp_path / "run"
     assert script.main(options(tmp_path, wiki, "--max-minutes", "0")) == 0  # a slice of one step
-    assert [c.name for c in script.finished_checkpoints(run)] == ["checkpoint-1"]
+    assert [c.name for c in finished_checkpoints(run)] == ["checkpoint-1"]
     assert not (tmp_path / "backbone").exists()
     (run / "checkpoint-5").mkdir()  # a save cut short by a kill (no trainer_state.json): never resumed from
     with pytest.raises(ConfigError, match=r"--lr 0\.001 \(was 0\.0005\)"):
         script.main(options(tmp_path, wiki, "--lr", "0.001"))
     assert script.main(options(tmp_path, wiki)) == 0  # resumes to the last step, then exports
-    state = script.read_state(script.finished_checkpoints(run)[-1])
+    state = read_state(finished_checkpoints(run)[-1])
     assert state["global_step"] == 8 and not (run / "checkpoint-5").exists()
     assert [h["step"] for h in state["log_history"] if "eval_loss" in h] == [4, 8]
     slices = json.loads((run / "run.json").read_text())["slices"]
@@ -115,7 +107,7 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
     assert "(sentences packed `[CLS] s1 [SEP] s2 [SEP] ...`)" in source  # the default rows
     assert re.search(r"\(\d+\.\d\d CPU-hours\)", source)
     unigram = float(re.search(r"a unigram model, no context\) scores (\d+\.\d+)", source).group(1))
-    assert math.log(32) < unigram < math.log(len(script.load_tokenizer()))  # skewed, below uniform
+    assert math.log(32) < unigram < math.log(len(load_tokenizer()))  # skewed, below uniform
     assert 'removed_as_evaluation": 5' in source
     assert not (backbone / "modules.json").exists()  # a plain encoder, like bert-base-uncased
     assert AutoModel.from_pretrained(backbone).dtype == torch.float32
@@ -133,7 +125,7 @@ def test_pretrain_stops_resumes_and_exports_a_backbone(tmp_path: Path, wiki: Pat
 
 @pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path, wiki: Path) -> None:
-    command = [sys.executable, str(REPO / "benchmarks/pretrain_mlm.py"),
+    command = [sys.executable, str(REPO / "benchmarks/backbone/pretrain_mlm.py"),
                *options(tmp_path, wiki, "--max-steps", "100000", "--eval-steps", "3")]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as p:
@@ -143,19 +135,18 @@ def test_sigterm_saves_a_checkpoint_and_the_run_resumes(tmp_path: Path, wiki: Pa
                 break
         output = p.stdout.read()
         assert p.wait(timeout=120) == 0, output
-    script = load_script()
-    stopped = script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"]
+    stopped = read_state(finished_checkpoints(tmp_path / "run")[-1])["global_step"]
     assert 3 <= stopped < 100000
     resumed = subprocess.run([*command, "--max-minutes", "0"], capture_output=True, text=True, env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming from checkpoint-{stopped}" in resumed.stdout
-    assert script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"] == stopped + 1
+    assert read_state(finished_checkpoints(tmp_path / "run")[-1])["global_step"] == stopped + 1
 
 
 @pytest.mark.slow
 def test_without_the_evaluation_sets_it_refuses_in_one_line(tmp_path: Path, wiki: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "LWAP_DATA_DIR": str(tmp_path / "no-mirror")}
-    command = [sys.executable, str(REPO / "benchmarks/pretrain_mlm.py"), *options(tmp_path, wiki)]
+    command = [sys.executable, str(REPO / "benchmarks/backbone/pretrain_mlm.py"), *options(tmp_path, wiki)]
     result = subprocess.run(command, capture_output=True, text=True, env=env)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("pretrain_mlm: no data mirror")
@@ -166,12 +157,11 @@ def test_a_fresh_machine_resumes_from_the_committed_snapshot(tmp_path: Path, wik
     state, no optimizer) is what was committed: the run goes on from its step to the end and exports."""
     import shutil
 
-    script = load_script()
     snapshot = tmp_path / "snapshot"
     extra = ("--snapshot-dir", str(snapshot), "--rewarm", "2")
     extra += ("--arch", "prenorm", "--rows", "sentence", "--group-by-length")  # the long run's shape
     assert script.main(options(tmp_path, wiki, *extra, "--max-minutes", "0")) == 0  # one step, then a save
-    assert script.read_state(snapshot)["global_step"] == 1 and not (snapshot / "optimizer.pt").exists()
+    assert read_state(snapshot)["global_step"] == 1 and not (snapshot / "optimizer.pt").exists()
     assert json.loads((snapshot / "run.json").read_text())["slices"][0]["to_step"] == 1
     weights = next(snapshot.glob("*.safetensors"))
     assert (
@@ -182,7 +172,7 @@ def test_a_fresh_machine_resumes_from_the_committed_snapshot(tmp_path: Path, wik
     assert script.main(options(tmp_path, wiki, *extra)) == 0
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["rewarmed_at"] == 1 and [s["to_step"] for s in run["slices"]] == [1, 8]
-    assert script.read_state(script.finished_checkpoints(tmp_path / "run")[-1])["global_step"] == 8
+    assert read_state(finished_checkpoints(tmp_path / "run")[-1])["global_step"] == 8
     source = (tmp_path / "backbone" / "SOURCE.md").read_text()
     assert "pre-LayerNorm encoder (RobertaPreLayerNorm)" in source and "lwap layer-norms them" in source
     assert "(one sentence a row, `[CLS] s [SEP]`, in batches of like length)" in source
@@ -195,24 +185,22 @@ def test_a_fresh_machine_resumes_from_the_committed_snapshot(tmp_path: Path, wik
 def test_rewarmed_schedule_continues_the_linear_one() -> None:
     from transformers import get_linear_schedule_with_warmup
 
-    script = load_script()
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     linear = get_linear_schedule_with_warmup(
         optimizer, num_warmup_steps=10, num_training_steps=100
     ).lr_lambdas[0]
-    assert all(script.rewarmed_factor(k, 0, 10, 100, 1) == pytest.approx(linear(k)) for k in range(100))
+    assert all(rewarmed_factor(k, 0, 10, 100, 1) == pytest.approx(linear(k)) for k in range(100))
     # resumed at step 60 with a 5-step ramp: the same schedule from there, scaled by 1/5, 2/5, ... then 1
-    assert script.rewarmed_factor(0, 60, 10, 100, 5) == pytest.approx(linear(60) / 5)
-    assert script.rewarmed_factor(4, 60, 10, 100, 5) == pytest.approx(linear(64))
-    assert script.rewarmed_factor(40, 60, 10, 100, 5) == 0.0
+    assert rewarmed_factor(0, 60, 10, 100, 5) == pytest.approx(linear(60) / 5)
+    assert rewarmed_factor(4, 60, 10, 100, 5) == pytest.approx(linear(64))
+    assert rewarmed_factor(40, 60, 10, 100, 5) == 0.0
 
 
 def test_one_sentence_a_row(tmp_path: Path, wiki: Path) -> None:
     """`--rows sentence`: `[CLS] s [SEP]` a row, training and held-out alike, in a cache of its own."""
-    script = load_script()
-    tokenizer = script.load_tokenizer()
+    tokenizer = load_tokenizer()
     args = script.parse_args(options(tmp_path, wiki, "--rows", "sentence", "--seq-len", "64"))
-    rows, held_out, report = script.prepared_data(args, tokenizer)
+    rows, held_out, report = prepared_data(args, tokenizer)
     assert len(held_out) == 40 and all(row["input_ids"][0] == tokenizer.cls_token_id for row in held_out)
     assert report["train_rows"] == report["train"] and report["held_out_rows"] == report["held_out"] == 40
     assert all(r["input_ids"][0] == tokenizer.cls_token_id for r in rows)
@@ -221,6 +209,4 @@ def test_one_sentence_a_row(tmp_path: Path, wiki: Path) -> None:
     assert [p.name for p in (tmp_path / "run").glob("*.npz")] == ["data-64-all-40-sentence-wiki.npz"]
     # and SOURCE.md says so (the long run's rows are not packed)
     grouped = script.parse_args(options(tmp_path, wiki, "--rows", "sentence", "--group-by-length"))
-    assert script.rows_text(grouped).endswith(
-        "(one sentence a row, `[CLS] s [SEP]`, in batches of like length)"
-    )
+    assert rows_text(grouped).endswith("(one sentence a row, `[CLS] s [SEP]`, in batches of like length)")

@@ -1,19 +1,17 @@
-"""benchmarks/quickstart_table.py's table, against README.md's quick-start table (the runs themselves take
-~15 minutes: the lead runs them, `python benchmarks/quickstart_table.py`)."""
+"""benchmarks/baselines/quickstart_table.py's table, against README.md's quick-start table (the runs
+themselves take ~15 minutes: the lead runs them, `python benchmarks/baselines/quickstart_table.py`)."""
 
 from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks.baselines import quickstart_table as qt
 
-import quickstart_table as qt  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 # `lwap eval sentence-transformers/all-MiniLM-L6-v2` (fp32), kept in the repository
@@ -57,7 +55,7 @@ def test_report_names_what_changed_and_what_it_ran_on() -> None:
         "date": "2026-12-04T00:00:00+0000",
         "machine": {
             "torch_threads": 2,
-            "cpus": 2,
+            "cores": 2,
             "torch": "2.13.0+cpu",
             "transformers": "5.25.0",
             "sentence_transformers": "6.3.0",

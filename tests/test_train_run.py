@@ -206,7 +206,7 @@ def test_incomplete_checkpoint_is_not_resumed_from(tmp_path: Path) -> None:
 
 
 def test_build_trainer_without_checkpoints_trains_and_saves_nothing(tmp_path: Path, tiny_bert: Path) -> None:
-    """The seam benchmarks/speed.py times: the `lwap train` trainer, extra callbacks, no checkpoint at all."""
+    """The seam benchmarks/speed/speed.py times: the `lwap train` trainer, extra callbacks, no checkpoint."""
     from transformers import TrainerCallback
 
     from lwap.train import build_trainer

@@ -2,7 +2,7 @@
 
 Each must change only speed: batches still cover the data once per epoch, dropout keeps its rate and
 scaling, saved models are the same files, and the allocator setting leaves results bit-identical.
-Their speed is measured in benchmarks/speed.py, never here.
+Their speed is measured in benchmarks/speed/speed.py, never here.
 """
 
 from __future__ import annotations

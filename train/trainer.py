@@ -1,8 +1,8 @@
 """The trainer a config describes: training arguments, model, loss, evaluator, callbacks, assembled once.
 
-`lwap train` (lwap.train.run) drives what `build_trainer` returns; benchmarks/speed.py times the very same
-trainer, so the speed it reports is the speed of `lwap train`. Running it and writing the output folder
-is lwap.train.run's job, not this module's.
+`lwap train` (lwap.train.run) drives what `build_trainer` returns; benchmarks/speed/speed.py times the very
+same trainer, so the speed it reports is the speed of `lwap train`. Running it and writing the output
+folder is lwap.train.run's job, not this module's.
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def build_trainer(
     `args` and `dataset` default to `training_arguments(config, out, resuming=False)` and the config's
     training data; `lwap train` passes its own (built once, main process first). `callbacks` come after
     lwap's own. `checkpoints=False` saves none at all, not even after the last step (which is then
-    evaluated only if it falls on `eval.eval_steps`): for timing the loop alone, as benchmarks/speed.py
+    evaluated only if it falls on `eval.eval_steps`): for timing the loop alone, as benchmarks/speed/speed.py
     does; it needs `eval.keep_best: false`, since keeping the best reloads a checkpoint.
     """
     from torch.utils.tensorboard import SummaryWriter

@@ -1,1 +1,1 @@
-"""The repository's pooler grids through `lwap compare`, and its own report of them (docs/RESULTS.md)."""
+"""The pooler grid: docs/RESULTS.md and its studies, rerun when cells are added (README.md here)."""

@@ -1,7 +1,8 @@
-"""A backbone's gate in the report: issue 36 runs no grid on a backbone until SimCSE is shown to raise
-it (benchmarks/budget_probe.py --rule gate), so a backbone whose gate failed has no grid section, and its
-numbers would otherwise live only beside the gate's cells. This section carries them into RESULTS.md
-from the files the gate and its diagnosis wrote (budget/NAME/README.md, DIAGNOSIS.md), never retyped."""
+"""A backbone's gate in the report: issue 36 runs no grid on a backbone until SimCSE is shown to raise it
+(benchmarks/backbone/budget_probe.py --rule gate), so a backbone whose gate failed has no grid section,
+and its numbers would otherwise live only beside the gate's cells. This section carries them into
+RESULTS.md from the files the gate and its diagnosis wrote (budget/NAME/README.md, DIAGNOSIS.md), never
+retyped."""
 
 from __future__ import annotations
 
@@ -77,7 +78,8 @@ def gate_sections(budget_root: Path, gates: dict[str, dict], notes: dict[str, st
         lines += [f"## {folder.name}: the gate", ""]
         lines += [notes[folder.name], ""] if folder.name in notes else []
         lines += [
-            f"Made by `python benchmarks/budget_probe.py --backbone {choice['backbone']} --rule gate` "
+            "Made by `python benchmarks/backbone/budget_probe.py "
+            f"--backbone {choice['backbone']} --rule gate` "
             f"({where}/README.md; the rule: {GATE_DOCS}). Seed 0, STS tasks; Avg. (all), Spearman × 100.",
             "",
             *table_lines(folder / "README.md", "Untouched rows, Avg. (all)"),
@@ -88,7 +90,7 @@ def gate_sections(budget_root: Path, gates: dict[str, dict], notes: dict[str, st
         if (folder / "DIAGNOSIS.md").is_file():
             lines += [
                 f'The diagnosis pre-registered for a failed gate ({GATE_DOCS}, "Diagnosis if the gate '
-                f'fails"; `python benchmarks/gate_diagnosis.py --backbone {choice["backbone"]}`, '
+                f'fails"; `python benchmarks/backbone/gate_diagnosis.py --backbone {choice["backbone"]}`, '
                 f"{where}/DIAGNOSIS.md):",
                 "",
                 *table_lines(folder / "DIAGNOSIS.md", "| run |"),

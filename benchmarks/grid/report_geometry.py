@@ -1,8 +1,9 @@
-"""The geometry of the repository's grids made before `lwap eval` measured it: those grids keep only their
-scores, not their models, so their cells were retrained for the geometry (same config, overrides and
-seed; STS tasks only) and kept apart, in RESULTS/geometry/<backbone>/<regime>/, with the untouched rows as
-RESULTS/geometry/<backbone>/untouched-<pooling>.json (made by benchmarks/geometry_cells.py). The report
-and the figure draw them as panels marked *retrained*, beside the panels of grids that measured their own.
+"""The geometry of the repository's grids made before `lwap eval` measured it: those grids keep only
+their scores, not their models, so their cells were retrained for the geometry (same config, overrides
+and seed; STS tasks only) and kept apart, in RESULTS/geometry/<backbone>/<regime>/, with the untouched
+rows as RESULTS/geometry/<backbone>/untouched-<pooling>.json (made by benchmarks/geometry_cells.py,
+retired: commit 06d4c1a has it). The report and the figure draw them as panels marked *retrained*, beside
+the panels of grids that measured their own.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from lwap.compare.geometry import MEASURES, Panel, Run
 from lwap.compare.grid import POOLERS, REGIMES, UNTOUCHED_POOLINGS, Grid, backbone_name, backbones
 from lwap.compare.prose import Wording
 
-RETRAIN_COMMAND = "python benchmarks/geometry_cells.py run"
+RETRAIN_COMMAND = "python benchmarks/geometry_cells.py run"  # retired; commit 06d4c1a has it
 
 
 def retrained_run(cell: dict[str, Any]) -> Run:
@@ -77,7 +78,8 @@ def retrained_notes(found: list[Panel], wording: Wording) -> list[str]:
         "",
         "Panels marked *retrained* are grids made before these measures, whose cells keep no models:",
         "their poolers were retrained with each cell's own config, overrides and seed",
-        f"(`{RETRAIN_COMMAND}`), evaluated on the STS tasks only, and kept in",
+        f"(`{RETRAIN_COMMAND}`, a finished backfill: commit 06d4c1a has the script), evaluated on the",
+        "STS tasks only, and kept in",
         f'`{wording.results}geometry/`. Their "STS avg (these runs)" is the retrained runs\' own;',
         '"STS avg (grid)" is the grid\'s mean over all its seeds, which the correlations use.',
     ]

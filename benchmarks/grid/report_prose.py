@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from lwap.compare.prose import Wording
 
-WORDING = Wording("python benchmarks/compare_poolers.py", "compare_poolers.py", "benchmarks/results/compare/")
+WORDING = Wording(
+    "python benchmarks/grid/compare_poolers.py", "compare_poolers.py", "benchmarks/results/compare/"
+)
 
 # What a backbone's sections are called where its name alone would mislead (issue 36: the first
 # from-scratch BERT never left the unigram plateau; its sections stay, named for what they measure).
@@ -24,14 +26,14 @@ paper's or SimCSE's bert-base tables; the rankings are what this answers. Same b
 its plain last [CLS] and with the first-last average (SimCSE's "BERT [CLS]" and "BERT (first-last avg.)").""",
     "bert-mlm-4l256": """\
 `benchmarks/backbones/bert-mlm-4l256/` is a BERT made here from random weights with masked-language
-modelling only (`benchmarks/pretrain_mlm.py`; its SOURCE.md and docs/PRETRAIN.md): no sentence-level
+modelling only (`benchmarks/backbone/pretrain_mlm.py`; its SOURCE.md and docs/PRETRAIN.md): no sentence-level
 objective ever touched any of its layers, which is the LWAP paper's regime. **It is small and early in
 MLM training, not bert-base**: 4 layers, H = 256, 11 M parameters, 12.9 M tokens of Wikipedia in 800
 steps (1.7 CPU-hours), held-out MLM perplexity 901 against 1,453 for a unigram model, where bert-base's
 is single digits. Its untouched last [CLS] is near useless for STS, as bert-base's is (SimCSE's
 "BERT [CLS]" row), and its mean and first-last average are far above it. Its budget is the one
-`benchmarks/budget_probe.py` chose by a rule fixed before the backbone existed (the first budget under
-which plain SimCSE `cls` beats every untouched row by 2 points, else the largest tried;
+`benchmarks/backbone/budget_probe.py` chose by a rule fixed before the backbone existed (the first
+budget under which plain SimCSE `cls` beats every untouched row by 2 points, else the largest tried;
 `benchmarks/results/compare/budget/bert-mlm-4l256/README.md`), the same for every pooler and seed, with
 `weighted` over the top half of its 4 layers (`model.weighted_layer_start=3`), as on the 6-layer
 backbones; each section names the settings. **No budget tried met that bar**, so each regime runs the
@@ -44,17 +46,18 @@ what it is, an MLM model on the unigram plateau**: issue 36's `bert-prenorm-4l25
 past that plateau (docs/PRETRAIN.md, "The long run"), replaces it as the stand-in for the paper's regime.""",
     "bert-prenorm-4l256-sentences": """\
 `benchmarks/backbones/bert-prenorm-4l256-sentences/` is issue 36's backbone: made here from random
-weights with masked-language modelling only (`benchmarks/pretrain_long_run.sh`; its SOURCE.md and
-docs/PRETRAIN.md, "The long run"), pre-LayerNorm (transformers' `roberta-prelayernorm`), 4 layers, H =
-256, 11 M parameters, 150 M tokens of the Wikipedia mirror one sentence a row, without dropout
-(Cramming's recipe; exported with SimCSE's 0.1), 10.9 CPU-hours. Held-out MLM loss 3.511 (perplexity
-33.5) against 7.339 for a unigram model on the same masked tokens: it has left the plateau bert-mlm-4l256
-sits on, though far from BERT-Mini's pretraining (BERT's recipe: about 43 B tokens, some 280 times more).
-Poolers that read several layers see its middle layers layer-normed (`NormalizeHiddenStates`, pre-
-registered in docs/COMPARE.md). No grid runs on it before the gate (issue 36): trained `cls` and `mean`
-at least 5 (unsupervised) and 10 (supervised) above every untouched row on Avg. (all), under budgets
-fixed before the backbone existed. It passed supervised and failed unsupervised ("the gate" below, with
-the diagnosis), so its grid is supervised only, under the gate's first budget (`long`).""",
+weights with masked-language modelling only (`benchmarks/pretrain_long_run.sh`, retired: commit 06d4c1a
+has it; its SOURCE.md and docs/PRETRAIN.md, "The long run"), pre-LayerNorm (transformers'
+`roberta-prelayernorm`), 4 layers, H = 256, 11 M parameters, 150 M tokens of the Wikipedia mirror one
+sentence a row, without dropout (Cramming's recipe; exported with SimCSE's 0.1), 10.9 CPU-hours. Held-out
+MLM loss 3.511 (perplexity 33.5) against 7.339 for a unigram model on the same masked tokens: it has left
+the plateau bert-mlm-4l256 sits on, though far from BERT-Mini's pretraining (BERT's recipe: about 43 B
+tokens, some 280 times more). Poolers that read several layers see its middle layers layer-normed
+(`NormalizeHiddenStates`, pre-registered in docs/COMPARE.md). No grid runs on it before the gate (issue
+36): trained `cls` and `mean` at least 5 (unsupervised) and 10 (supervised) above every untouched row on
+Avg. (all), under budgets fixed before the backbone existed. It passed supervised and failed unsupervised
+("the gate" below, with the diagnosis), so its grid is supervised only, under the gate's first budget
+(`long`).""",
 }
 
 INTRO = """\

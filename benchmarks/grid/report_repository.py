@@ -4,7 +4,7 @@ and backbone notes (report_prose), the overview across the backbones (report_ove
 decomposition (report_decomposition), issue 36's gates (report_gates), the geometry of the grids
 retrained for it (report_geometry) and what a re-run reproduces (report_reruns).
 
-`python benchmarks/compare_poolers.py report` writes it; a test checks it reproduces docs/RESULTS.md.
+`python benchmarks/grid/compare_poolers.py report` writes it; a test checks it reproduces docs/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class RepositoryReport(Report):
     def attention_notes(self) -> list[str]:
         return [
             "Where the same heads start, before training: [ATTENTION_AT_INIT.md](ATTENTION_AT_INIT.md)",
-            "(`python benchmarks/lwap_attention_at_init.py`).",
+            "(`python benchmarks/grid/lwap_attention_at_init.py`).",
         ]
 
     def geometry_panels(self) -> list[Panel]:

@@ -1,7 +1,7 @@
 """What a re-run reproduces: one cell per backbone run again, twice with identical settings, compared with
 each other (exactly equal?) and with the committed cell (within that pooler's seed spread?).
 
-The re-runs are cell files written to a scratch results folder (`benchmarks/rerun_cells.sh`) and kept
+The re-runs are cell files written to a scratch results folder (`benchmarks/grid/rerun_cells.sh`) and kept
 under RESULTS/reruns/<backbone>/run<N>.json; the repository's report reads them from there.
 """
 
@@ -16,7 +16,7 @@ from lwap.compare.grid import REGIMES, STS_COLUMNS, Grid
 from lwap.compare.settings import COMPARED, differences
 
 STS_KEYS = (*STS_COLUMNS, "avg_all")
-RERUN_COMMAND = "bash benchmarks/rerun_cells.sh"  # how the re-runs were made, as the section names it
+RERUN_COMMAND = "bash benchmarks/grid/rerun_cells.sh"  # how the re-runs were made, as the section names it
 
 
 def rerun_records(results: Path) -> dict[str, list[dict[str, Any]]]:

@@ -1,0 +1,114 @@
+"""benchmarks/ as docs/DEVELOPING.md describes it: folders named for why a script is rerun and no loose
+script, one way for scripts to import each other, and every script path the tree names (docs, committed
+results, model folders' SOURCE.md, code) either still there or mapped by the one table of old paths."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from conftest import REPO
+
+from benchmarks import MOVED, RETIRED, RETIRED_AT, current, retired_note
+from benchmarks.speed.speed_before_after import speed_script
+
+SCRIPT_FOLDERS = ("speed", "baselines", "grid", "backbone")
+BOOTSTRAP = (
+    'if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would\n'
+    "    sys.path.insert(0, str(Path(__file__).resolve().parents[{}]))\n"
+)
+SKIPPED = {".git", ".venv", "outputs", "runs", "__pycache__", ".pytest_cache", ".ruff_cache", "build", "dist"}
+TEXT = {".md", ".py", ".sh", ".json", ".yaml", ".toml", ".txt", ".csv"}
+SCRIPT_PATH = re.compile(r"(?<![\w/.-])benchmarks/[\w./-]*?\.(?:py|sh)(?![\w-])")
+
+
+def sources() -> list[Path]:
+    return sorted((REPO / "benchmarks").rglob("*.py"))
+
+
+def test_benchmarks_is_a_few_folders_and_no_loose_script() -> None:
+    top = {p.name for p in (REPO / "benchmarks").iterdir() if p.name not in SKIPPED}
+    assert top == {*SCRIPT_FOLDERS, "backbones", "results", "__init__.py", "README.md"}
+    for folder in SCRIPT_FOLDERS:
+        assert (REPO / "benchmarks" / folder / "__init__.py").is_file()
+        assert (REPO / "benchmarks" / folder / "README.md").is_file()
+    assert not [p for p in (REPO / "benchmarks" / "results").rglob("*") if p.suffix in (".py", ".sh")]
+
+
+def test_a_script_run_as_a_file_starts_with_the_one_bootstrap_and_nothing_else_touches_sys_path() -> None:
+    runnable = []
+    for path in sources():
+        text = path.read_text(encoding="utf-8")
+        depth = len(path.relative_to(REPO).parts) - 1  # one folder down: the root is parents[2]
+        if 'if __name__ == "__main__":' in text:
+            runnable.append(path.name)
+            assert BOOTSTRAP.format(depth) in text, path
+            text = text.replace(BOOTSTRAP.format(depth), "")
+        assert "sys.path.insert" not in text and "sys.path.append" not in text, path
+        assert "spec_from_file_location" not in text, path
+    assert {"compare_poolers.py", "speed.py", "gpu_speed.py", "pretrain_mlm.py"} <= set(runnable)
+    for path in sorted((REPO / "tests").glob("*.py")):
+        if path.name != Path(__file__).name:
+            text = path.read_text(encoding="utf-8")
+            assert "sys.path.insert" not in text and "spec_from_file_location" not in text, path
+
+
+def test_scripts_import_each_other_only_as_absolute_benchmarks_modules() -> None:
+    """No relative import, and no bare name of a sibling (`import gpu_section`, `from budget_probe ...`):
+    that would work only with the script's own folder on sys.path, the way this layout replaced."""
+    siblings = {p.stem for p in sources()} | {p.name for p in (REPO / "benchmarks").rglob("*") if p.is_dir()}
+    for path in sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path}: a relative import"
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] not in siblings, f"{path}: `{name}` is not benchmarks.<folder>.<x>"
+
+
+def test_every_script_path_named_in_the_tree_resolves_or_is_mapped() -> None:
+    """Committed results keep the command they were made with; MOVED maps an old path to today's, and a
+    retired script is one of RETIRED (commit RETIRED_AT has it). Anything else is a stale name."""
+    stale = []
+    for path in REPO.rglob("*"):
+        relative = path.relative_to(REPO)
+        if path.suffix not in TEXT or not path.is_file() or SKIPPED & set(relative.parts):
+            continue
+        if any(part.endswith(".egg-info") for part in relative.parts):
+            continue
+        for named in set(SCRIPT_PATH.findall(path.read_text(encoding="utf-8", errors="replace"))):
+            if named not in RETIRED and not (REPO / current(named)).exists():
+                stale.append(f"{relative}: {named}")
+    assert not stale, "script paths that name nothing:\n" + "\n".join(sorted(stale))
+
+
+def test_the_table_maps_old_paths_to_files_that_exist() -> None:
+    for old, new in MOVED.items():
+        assert not (REPO / old).exists() and (REPO / new).exists(), (old, new)
+    for old in RETIRED:
+        assert not (REPO / old).exists() and old not in MOVED
+    assert current("python benchmarks/speed_levers.py --runs /tmp/x") == (
+        "python benchmarks/speed/speed_levers.py --runs /tmp/x"
+    )
+    assert current("benchmarks/speedbench/report.py") == "benchmarks/speed/speedbench/report.py"
+    assert (
+        current("benchmarks/speed/speed.py, x/benchmarks/speed.py")
+        == "benchmarks/speed/speed.py, x/benchmarks/speed.py"
+    )
+    assert (
+        retired_note("python benchmarks/train_compile.py")
+        == f"; a retired study, its script in commit {RETIRED_AT}"
+    )
+    assert retired_note("python benchmarks/speed/speed.py") == ""
+
+
+def test_speed_before_after_finds_speed_py_in_a_checkout_of_either_layout(tmp_path: Path) -> None:
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "speed.py").write_text("", encoding="utf-8")
+    assert speed_script(tmp_path) == tmp_path / "benchmarks" / "speed.py"  # a checkout from before the move
+    assert speed_script(REPO) == REPO / "benchmarks" / "speed" / "speed.py"
