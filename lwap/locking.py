@@ -27,6 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lwap.errors import LwapError, OutputWriteError
+from lwap.files import read_limited
+from lwap.limits import JSON_FILE
 
 
 class LockedError(LwapError):
@@ -100,7 +102,7 @@ def read_owner(path: Path) -> LockOwner | None:
     """The owner a lock file names, or None if it is gone, empty or not a lock file of ours. A bare pid
     (the pooler grid's cell locks before this module) is read as a lock of this host, taken then."""
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = read_limited(path, JSON_FILE).decode("utf-8").strip()  # a FIFO or /dev/zero: not a lock
         if text.isdigit():
             return LockOwner(int(text), socket.gethostname(), path.stat().st_mtime)
         raw = json.loads(text)
