@@ -336,30 +336,19 @@ def read_limited(path: Path, limit: Limit, label: str | None = None) -> bytes:
     return data
 
 
-def bounded_lines(handle: BinaryIO, limit: Limit = LINE) -> Iterator[bytes]:
-    """The lines of `handle` (bytes, each with its LF), never holding more than `limit` bytes of one
-    line: a longer line ends in LineTooLong (its number is the caller's to tell)."""
+def bounded_lines(handle: BinaryIO, label: str, limit: Limit = LINE) -> Iterator[tuple[int, bytes]]:
+    """(line number, line as bytes with its LF) of `handle`, never holding more than `limit` bytes of one
+    line: a longer line is a DataError naming `label` and the line, raised once the bound is read."""
     bound = limit.value()
+    number = 0
     while raw := handle.readline(bound + 1):
+        number += 1
         if len(raw) > bound and not (len(raw) == bound + 1 and raw.endswith(b"\n")):
-            raise LineTooLong(bound)
-        yield raw
-
-
-class LineTooLong(Exception):
-    """A line past lwap.limits.LINE (internal: `decoded_lines` turns it into a DataError naming the line)."""
-
-    def __init__(self, bound: int) -> None:
-        super().__init__(bound)
-        self.bound = bound
-
-
-def line_too_long(label: str, number: int, bound: int) -> str:
-    """The message for line `number` of `label` past the line limit."""
-    return (
-        f"{label}:{number}: the line is longer than the line limit of {bound:,} bytes (set "
-        f"{LINE.variable} to raise it, if the file is meant to have lines this long)"
-    )
+            raise DataError(
+                f"{label}:{number}: the line is longer than the {limit.what} limit of {bound:,} bytes (set "
+                f"{limit.variable} to raise it, if the file is meant to have lines this long)"
+            )
+        yield number, raw
 
 
 def decoded_lines(
@@ -384,16 +373,13 @@ def decoded_lines(
             handle: BinaryIO = stack.enter_context(open_regular(path, label))
             if path.name.lower().endswith(".gz"):
                 handle = stack.enter_context(gzip.GzipFile(fileobj=handle, mode="rb"))  # type: ignore[arg-type]
-            for raw in bounded_lines(handle):
-                number += 1
+            for number, raw in bounded_lines(handle, label):
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as error:
                     where = {"label": label, "line": number, "reason": error.reason, "byte": error.start}
                     raise DataError(utf8_error.format(**where)) from None
                 yield number, line
-    except LineTooLong as error:
-        raise DataError(line_too_long(label, number + 1, error.bound)) from None
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise DataError(
             f"{label}: truncated or corrupt gzip file (read {number} complete lines; {error})"
