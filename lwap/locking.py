@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -146,11 +147,14 @@ def _remove_if_dead(path: Path) -> bool:
     Serialised with flock on the lock file itself: of two processes that found the same dead lock, the
     second one sees that the path now holds another file (the first one's new lock) and leaves it.
     """
-    try:
-        handle = path.open("rb")
+    try:  # opened without blocking: a FIFO where the lock should be is not ours, never waited on
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return True
-    with handle:
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        return False
+    with os.fdopen(descriptor, "rb") as handle:
         with contextlib.suppress(ImportError, OSError):
             import fcntl
 
