@@ -137,26 +137,26 @@ def check_sizes(config_file: Path, sizes: dict[str, int], tensors: Tensors | Non
         )
     if tensors is None or not tensors.shapes:
         return
-    held = tensors.elements
+    held, count = tensors.elements, len(tensors.shapes)
     hidden = sizes.get("hidden", 0)
     embedding = sizes.get("embedding", hidden)
-    parts = {
-        "its token embedding table": sizes.get("vocabulary", 0) * embedding,
-        "its position table": sizes.get("positions", 0) * embedding,
-        "one of its feed-forward layers": 2 * hidden * sizes.get("feed-forward", 0),
-        "all its layers (shared or not)": estimate // SHARED_LAYERS_FACTOR,
-    }
-    too_large = next(((part, count) for part, count in parts.items() if count > held), None)
-    layers = sizes.get("layers", 0)
-    if too_large is None and layers > len(tensors.shapes):
-        too_large = (f"{layers:,} layers (the weights hold {len(tensors.shapes):,} tensors)", layers)
-    if too_large is not None:
-        part, count = too_large
-        files = ", ".join(p.name for p in tensors.files)
+    files = ", ".join(p.name for p in tensors.files)
+    holds = f"the weights ({files}) hold {held:,} parameters in {count:,} tensors"
+    checks = (
+        (sizes.get("vocabulary", 0) * embedding > held, "its token embedding table alone is larger"),
+        (sizes.get("positions", 0) * embedding > held, "its position table alone is larger"),
+        (2 * hidden * sizes.get("feed-forward", 0) > held, "one feed-forward layer alone is larger"),
+        (
+            estimate > SHARED_LAYERS_FACTOR * held,
+            f"it is more than {SHARED_LAYERS_FACTOR} times larger (about {estimate:,} parameters)",
+        ),
+        (sizes.get("layers", 0) > count, "it has more layers than the weights have tensors"),
+    )
+    reason = next((reason for failed, reason in checks if failed), None)
+    if reason is not None:
         raise ModelLoadError(
-            f"{config_file}: does not fit its weights: it describes {_describe(sizes)}, and {part} alone "
-            f"needs {count:,} parameters, more than the {held:,} the weights ({files}) hold; the config "
-            "was changed, or belongs to another model"
+            f"{config_file}: does not fit its weights: it describes {_describe(sizes)}, and {reason}; "
+            f"{holds}. The config was changed, or belongs to another model"
         )
 
 
