@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lwap.compare.grid import BACKBONE, ROWS, STS_COLUMNS
-from lwap.errors import ConfigError
+from lwap.errors import ConfigError, DataError
 from lwap.files import read_json_object
 
 
@@ -44,8 +44,21 @@ def layer_attention(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def read(path: Path) -> dict[str, Any]:
-    """A cell file; DataError naming the file and line if it is damaged (half a file, not JSON)."""
-    return read_json_object(path)
+    """A cell file (or any JSON object lwap compare reads back); DataError naming the file and line if it
+    is damaged (half a file, not JSON), and the key of a score that is not a finite number: `NaN` or
+    `Infinity` (refused by `read_json_object`), null (how lwap writes a NaN) or a string. A mean over
+    such a score would be NaN or a traceback, not a figure."""
+    cell = read_json_object(path)
+    scores = cell.get("scores")
+    if scores is not None and not isinstance(scores, dict):
+        raise DataError(f"{path}: scores is {type(scores).__name__}, expected an object of numbers")
+    for key, value in (scores or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            found = (
+                "null (a NaN when it was measured?)" if value is None else f"{type(value).__name__} {value!r}"
+            )
+            raise DataError(f"{path}: scores.{key} is {found}, expected a finite number")
+    return cell
 
 
 def write(path: Path, cell: dict[str, Any]) -> None:
@@ -58,11 +71,26 @@ def write(path: Path, cell: dict[str, Any]) -> None:
 
 
 def load_cells(folder: Path) -> dict[str, list[dict[str, Any]]]:
-    """One grid's cells (a backbone's regime folder), by pooler in ROWS order, seeds ascending."""
+    """One grid's cells (a backbone's regime folder), by pooler in ROWS order, seeds ascending.
+
+    Two files for the same pooler and seed (a copy, a file renamed by hand) are refused, naming both:
+    averaged, they would count one seed twice ("19 of 18 planned cells")."""
     cells: dict[str, list[dict[str, Any]]] = {}
+    seen: dict[tuple[str, int], Path] = {}
     for path in sorted(folder.glob("*.json")):
         cell = read(path)
-        cells.setdefault(cell["pooler"], []).append(cell)
+        pooler, seed = cell.get("pooler"), cell.get("seed")
+        if not isinstance(pooler, str) or isinstance(seed, bool) or not isinstance(seed, int):
+            raise DataError(
+                f"{path}: expected a cell of lwap compare, with a string 'pooler' and an integer 'seed'"
+            )
+        if (pooler, seed) in seen:
+            raise DataError(
+                f"{path}: a second cell for pooler {pooler!r}, seed {seed} (the first: "
+                f"{seen[pooler, seed]}); one grid has one cell per pooler and seed: remove one of them"
+            )
+        seen[pooler, seed] = path
+        cells.setdefault(pooler, []).append(cell)
     return {p: sorted(cells[p], key=lambda c: c["seed"]) for p in ROWS if p in cells}
 
 

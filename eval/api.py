@@ -139,7 +139,12 @@ def evaluate_model(
     say = log or (lambda message: None)
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
     if output_dir is not None:  # before any work: a bad output folder should not cost an evaluation
-        check_output(Path(output_dir), folder=True, label=f"output {output_dir}", error=ConfigError)
+        from lwap.eval.report import LAYER_PNG, RESULTS_JSON, RESULTS_MD
+
+        written = (RESULTS_JSON, RESULTS_MD, LAYER_PNG)
+        check_output(
+            Path(output_dir), folder=True, label=f"output {output_dir}", error=ConfigError, entries=written
+        )
     started = time.perf_counter()
     sts_names, search_specs = resolve_tasks(tasks)
 

@@ -11,14 +11,13 @@ BEIR's own hub copy: `BeIR/scifact` (corpus.jsonl.gz, queries.jsonl.gz) and `BeI
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lwap.data_sources import HubFile, hub_file
 from lwap.errors import DataError
 from lwap.eval.fields import is_header, split_fields
-from lwap.files import text_lines
+from lwap.files import parse_json, text_lines
 from lwap.paths import find_data_dir
 
 SCIFACT_FOLDER = "beir-scifact"
@@ -56,10 +55,7 @@ def _read_jsonl(path: Path, need_title: bool) -> dict[str, tuple[str, str]]:
         where = f"{path}:{number}"
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") from None
+        row = parse_json(line, where, one_line=True, finite=False)  # nesting too deep: a DataError too
         if not isinstance(row, dict):
             raise DataError(f"{where}: expected a JSON object, found {type(row).__name__}")
         missing = [key for key in ("_id", "text") if key not in row]

@@ -89,6 +89,14 @@ def resolve_backbone(name_or_path: str | os.PathLike[str], what: str = "backbone
         if not path.is_dir():
             raise BackboneNotFoundError(f"{what} {name!r} is a file; pass a model folder or a hub id")
         folder = transformer_folder(path)
+        if (folder / "config.json").exists() and not (folder / "config.json").is_file():
+            from lwap.errors import DataError
+            from lwap.files import file_status
+
+            try:  # a FIFO or a device: refused by name, never opened
+                file_status(folder / "config.json")
+            except DataError as error:
+                raise BackboneNotFoundError(str(error)) from None
         if not (folder / "config.json").is_file():
             raise BackboneNotFoundError(
                 f"{what} folder {name!r} has no config.json: "

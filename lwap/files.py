@@ -1,9 +1,11 @@
-"""Writing files and folders so a half-written one never looks complete; reading text files line by line.
+"""Writing files and folders so a half-written one never looks complete; reading what lwap reads, bounded.
 
 Training, evaluation and `lwap encode` all go through here, so the same bad-input cases (missing file,
 a folder, empty file, not UTF-8, truncated gzip) give the same DataError messages everywhere
 (docs/RELIABILITY.md rows 10-15, 21), every output path is checked before any work (`check_output`,
 row 51 and the path matrix), and every output is renamed into place only once complete (rows 44-46).
+Every file is opened one way (`open_regular`: regular files only, no FIFO, device or socket) and read
+within its kind's limit (lwap.limits: whole files by size, data files by the length of a line).
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import math
 import os
 import re
 import shutil
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lwap.errors import DataError, LwapError, OutputWriteError
+from lwap.limits import CSV_FILE, JSON_FILE, LINE, YAML_FILE, Limit
+from lwap.safe_yaml import parse_yaml
 
 # --- writing ------------------------------------------------------------------------------------------
 
@@ -147,14 +152,23 @@ def save_figure_atomically(figure: Any, path: Path, **savefig: Any) -> None:
 
 
 def check_output(
-    path: Path, *, folder: bool, label: str | None = None, error: type[LwapError] = OutputWriteError
+    path: Path,
+    *,
+    folder: bool,
+    label: str | None = None,
+    error: type[LwapError] = OutputWriteError,
+    entries: tuple[str, ...] = (),
 ) -> None:
     """`error` unless `path` can be written as a file (or, with `folder`, a folder); creates nothing.
 
     Checked before any model is loaded, so a bad output path costs a second, not a finished computation,
-    and never an OSError traceback at the end: a symbolic link loop, the wrong kind of thing already
-    there, a parent that is a file, or a folder this process cannot write in (tried with a temporary
-    file, since permission bits do not stop root but a read-only file system does).
+    and never an OSError traceback at the end: a symbolic link loop or one that leads nowhere, the wrong
+    kind of thing already there, a parent that is a file, or a folder this process cannot write in
+    (tried with a temporary file, since permission bits do not stop root but a read-only file system
+    does). A file output must not be a link (lwap replaces what it writes: the link, not what it leads
+    to); a folder output may be a link to a folder, but what lwap writes inside it (`entries`, glob
+    patterns relative to it, e.g. `checkpoints/*`) must not be links (lwap would write, or remove, where
+    they lead).
     """
     label = str(path) if label is None else label
     expected = "a folder" if folder else "a file"
@@ -166,8 +180,25 @@ def check_output(
     except OSError as problem:
         if problem.errno == errno.ELOOP:
             raise error(f"{label}: is a symbolic link loop, expected {expected}") from None
+        if path.is_symlink():
+            raise error(
+                f"{label}: is a symbolic link to {os.readlink(path)}, which does not exist; remove the link "
+                f"or make it lead to {expected}"
+            ) from None
     if path.exists() and path.is_dir() != folder:
         raise error(f"{label}: is {'a file' if folder else 'a directory'}, expected {expected}")
+    if not folder and path.is_symlink():
+        raise error(
+            f"{label}: is a symbolic link (to {os.readlink(path)}); lwap would replace the link, not what "
+            "it leads to: name that file itself, or remove the link"
+        )
+    for pattern in entries if path.is_dir() else ():
+        for inside in sorted(path.glob(pattern)):
+            if inside.is_symlink():
+                raise error(
+                    f"{label}: {inside.relative_to(path)} is a symbolic link (to {os.readlink(inside)}); "
+                    "lwap writes and replaces it, and would write or remove where it leads: remove the link"
+                )
     existing = path if path.is_dir() else path.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -210,28 +241,114 @@ def name_too_long(path: Path) -> str | None:
 
 
 # --- reading ------------------------------------------------------------------------------------------
+#
+# One way to open what lwap reads (`open_regular`): a regular file only, links followed and a loop
+# caught, a named pipe refused before it is opened (opening one blocks until a writer comes), a device
+# (/dev/zero never ends) or socket refused by name. Whole files are read up to their kind's limit
+# (`read_limited`, lwap.limits), data files line by line with a bound on each line (`decoded_lines`).
 
 UTF8_ERROR = "{label}:{line}: not valid UTF-8 ({reason} at byte {byte} of the line)"
+_SPECIAL_FILES = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def file_status(path: Path, label: str | None = None, *, key: str | None = None) -> os.stat_result:
+    """`os.stat` of `path`, links followed, if it is a regular file; DataError naming it otherwise: no
+    such file, a link that leads to no file, a link loop, a directory, a FIFO, device or socket.
+
+    Asked before the file is opened, so a named pipe is refused without blocking on it. `label` is how
+    the file is named in the message (default: the path); `key` is the config key it came from.
+    """
+    path = Path(path)
+    label = str(path) if label is None else label
+    source = f" ({key})" if key else ""
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise DataError(f"{label}: is a symbolic link loop, expected a file{source}") from None
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            if path.is_symlink():
+                raise DataError(f"{label}: a symbolic link that leads to no file{source}") from None
+            raise DataError(f"{label}: no such file{source}") from None
+        raise DataError(f"{label}: cannot read ({error.strerror or error}){source}") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise DataError(f"{label}: is a directory, expected a file{source}")
+    if not stat.S_ISREG(status.st_mode):
+        kind = _SPECIAL_FILES.get(stat.S_IFMT(status.st_mode), "not a regular file")
+        raise DataError(f"{label}: is {kind}, expected a regular file{source}")
+    return status
 
 
 def check_file(
     path: Path, label: str | None = None, *, key: str | None = None, allow_empty: bool = False
 ) -> None:
-    """DataError unless `path` is an existing (and, unless `allow_empty`, non-empty) regular file.
+    """DataError unless `path` is an existing (and, unless `allow_empty`, non-empty) regular file
+    (`file_status`). Checked up front so the user gets one line before any work starts."""
+    label = str(path) if label is None else label
+    if file_status(path, label, key=key).st_size == 0 and not allow_empty:
+        raise DataError(f"{label}: file is empty")
 
-    Checked up front so the user gets one line before any work starts, not an OSError halfway. `label`
-    is how the file is named in the message (default: the path); `key` is the config key it came from.
+
+@contextlib.contextmanager
+def open_regular(path: Path, label: str | None = None) -> Iterator[BinaryIO]:
+    """`path` opened for reading in binary, if it is a regular file (`file_status`).
+
+    Opened non-blocking and checked again on the open descriptor: a FIFO put in its place between the
+    check and the open can neither block the open nor be read.
     """
     label = str(path) if label is None else label
-    source = f" ({key})" if key else ""
-    if not path.exists():
-        if path.is_symlink():  # a loop, or a link to nothing
-            raise DataError(f"{label}: a symbolic link that leads to no file{source}")
-        raise DataError(f"{label}: no such file{source}")
-    if path.is_dir():
-        raise DataError(f"{label}: is a directory, expected a file{source}")
-    if not allow_empty and path.stat().st_size == 0:
-        raise DataError(f"{label}: file is empty")
+    file_status(path, label)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise DataError(f"{label}: cannot read ({error.strerror or error})") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = _SPECIAL_FILES.get(stat.S_IFMT(mode), "not a regular file")
+            raise DataError(f"{label}: is {kind}, expected a regular file")
+        os.set_blocking(descriptor, True)
+        handle = os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with handle:
+        yield handle
+
+
+def read_limited(path: Path, limit: Limit, label: str | None = None) -> bytes:
+    """The bytes of the regular file `path`; DataError naming it and `limit` if it has more than the
+    limit allows. Read with the bound too, for a file whose size changes or is not what stat says."""
+    label = str(path) if label is None else label
+    with open_regular(path, label) as handle:
+        bound = limit.value()
+        size = os.fstat(handle.fileno()).st_size
+        if size > bound:
+            raise DataError(limit.refusal(label, size))
+        data = handle.read(bound + 1)
+    if len(data) > bound:
+        raise DataError(limit.refusal(label, len(data), "bytes or more"))
+    return data
+
+
+def bounded_lines(handle: BinaryIO, label: str, limit: Limit = LINE) -> Iterator[tuple[int, bytes]]:
+    """(line number, line as bytes with its LF) of `handle`, never holding more than `limit` bytes of one
+    line: a longer line is a DataError naming `label` and the line, raised once the bound is read."""
+    bound = limit.value()
+    number = 0
+    while raw := handle.readline(bound + 1):
+        number += 1
+        if len(raw) > bound and not (len(raw) == bound + 1 and raw.endswith(b"\n")):
+            raise DataError(
+                f"{label}:{number}: the line is longer than the {limit.what} limit of {bound:,} bytes (set "
+                f"{limit.variable} to raise it, if the file is meant to have lines this long)"
+            )
+        yield number, raw
 
 
 def decoded_lines(
@@ -239,17 +356,24 @@ def decoded_lines(
 ) -> Iterator[tuple[int, str]]:
     """(line number, line with its ending) of a UTF-8 file, `.gz` decompressed on the fly.
 
-    Lines are split on LF only, never with `str.splitlines`, which would also break lines at form feeds
-    and Unicode separators inside sentences; the ending is kept for callers that need it (the CSV reader).
-    Each line is decoded on its own so an invalid byte is a DataError naming the line (`utf8_error`, a
-    template with {label} {line} {reason} {byte}), and a broken gzip stream is one too, not an EOFError.
-    (datasets' own text/CSV loaders read in blocks, so their errors name neither the file nor the line.)
+    The file is opened with `open_regular` and read line by line with the bound lwap.limits.LINE
+    (`bounded_lines`): one enormous line, gzipped or not, is a DataError naming it once the bound is
+    read, never read whole. Lines are split on LF only, never with `str.splitlines`, which would also
+    break lines at form feeds and Unicode separators inside sentences; the ending is kept for callers
+    that need it (the CSV reader). Each line is decoded on its own so an invalid byte is a DataError
+    naming the line (`utf8_error`, a template with {label} {line} {reason} {byte}), and a broken gzip
+    stream is one too, not an EOFError. (datasets' own text/CSV loaders read in blocks, so their errors
+    name neither the file nor the line.)
     """
+    path = Path(path)
     label = str(path) if label is None else label
     number = 0
     try:
-        with gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
+        with contextlib.ExitStack() as stack:
+            handle: BinaryIO = stack.enter_context(open_regular(path, label))
+            if path.name.lower().endswith(".gz"):
+                handle = stack.enter_context(gzip.GzipFile(fileobj=handle, mode="rb"))  # type: ignore[arg-type]
+            for number, raw in bounded_lines(handle, label):
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as error:
@@ -276,10 +400,10 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
 # --- structured files read back (JSON, YAML, CSV) -------------------------------------------------------
 
 
-def _read_text(path: Path, label: str) -> str:
-    """The whole UTF-8 text of `path`; DataError naming it (and the line of an invalid byte) otherwise."""
-    check_file(path, label, allow_empty=True)
-    data = path.read_bytes()
+def _read_text(path: Path, label: str, limit: Limit) -> str:
+    """The whole UTF-8 text of `path` (`read_limited`); DataError naming it (and the line of an invalid
+    byte) otherwise."""
+    data = read_limited(path, limit, label)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -287,49 +411,78 @@ def _read_text(path: Path, label: str) -> str:
         raise DataError(f"{label}: line {line}: not valid UTF-8 ({error.reason})") from None
 
 
-def read_json(path: Path, label: str | None = None) -> Any:
-    """The JSON value in `path`; DataError `FILE: line L, column C: not valid JSON (...)` otherwise.
+def parse_json(text: str, label: str, *, finite: bool = True, one_line: bool = False) -> Any:
+    """The JSON value of `text`; DataError `LABEL: line L, column C: not valid JSON (...)` otherwise
+    (`one_line`, for a JSON line of a data file: `LABEL: not valid JSON (... at column C)`).
 
-    Every JSON file lwap reads back (cells, summaries, manifests, results, modules.json) comes through
-    here: `json.loads` alone names neither the file nor, for half a file, what happened.
+    Nesting too deep for the parser, and an integer too long to convert, are DataErrors too. With
+    `finite`, a NaN or infinite number (`NaN`, `Infinity`, `1e999`, which Python's json reads and JSON
+    does not allow) is refused naming its key: every file lwap writes has null there instead.
     """
-    path = Path(path)
-    label = str(path) if label is None else label
-    text = _read_text(path, label)
-    if not text.strip():
-        raise DataError(f"{label}: file is empty, expected JSON")
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=float)
     except json.JSONDecodeError as error:
+        if one_line:
+            raise DataError(f"{label}: not valid JSON ({error.msg} at column {error.colno})") from None
         cut = " (the file ends early: truncated?)" if error.pos >= len(text.rstrip()) else ""
         where = f"line {error.lineno}, column {error.colno}"
         raise DataError(f"{label}: {where}: not valid JSON ({error.msg}){cut}") from None
     except RecursionError:
         raise DataError(f"{label}: not valid JSON (nested too deeply)") from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise DataError(f"{label}: not valid JSON ({str(error).splitlines()[0]})") from None
+    if finite:
+        where = nonfinite_key(value)
+        if where is not None:
+            key, number = where
+            raise DataError(f"{label}: {key or 'the value'} is {number}, expected a finite number")
+    return value
 
 
-def read_json_object(path: Path, label: str | None = None) -> dict[str, Any]:
+def nonfinite_key(value: Any) -> tuple[str, float] | None:
+    """(dotted key, number) of the first NaN or infinite float in a JSON value, or None. Iterative: a
+    value nested as deep as the parser allows must not exhaust the stack here."""
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        key, item = pending.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return key, item
+        if isinstance(item, dict):
+            pending += [(f"{key}.{k}" if key else str(k), v) for k, v in reversed(item.items())]
+        elif isinstance(item, list):
+            pending += [(f"{key}[{i}]", v) for i, v in reversed(list(enumerate(item)))]
+    return None
+
+
+def read_json(path: Path, label: str | None = None, *, finite: bool = True) -> Any:
+    """The JSON value in `path`; DataError `FILE: line L, column C: not valid JSON (...)` otherwise.
+
+    Every JSON file lwap reads back (cells, summaries, manifests, results, modules.json) comes through
+    here: `json.loads` alone names neither the file nor, for half a file, what happened. Read with
+    `read_limited` (lwap.limits.JSON_FILE) and `parse_json` (finite numbers unless `finite=False`:
+    transformers writes a NaN loss into trainer_state.json as `NaN`).
+    """
+    path = Path(path)
+    label = str(path) if label is None else label
+    text = _read_text(path, label, JSON_FILE)
+    if not text.strip():
+        raise DataError(f"{label}: file is empty, expected JSON")
+    return parse_json(text, label, finite=finite)
+
+
+def read_json_object(path: Path, label: str | None = None, *, finite: bool = True) -> dict[str, Any]:
     """`read_json` for a file that must hold an object (a mapping)."""
-    value = read_json(path, label)
+    value = read_json(path, label, finite=finite)
     if not isinstance(value, dict):
         raise DataError(f"{label or path}: expected a JSON object, got {type(value).__name__}")
     return value
 
 
 def read_yaml(path: Path, label: str | None = None) -> Any:
-    """The YAML value in `path` (safe loader, no Python tags); DataError `FILE: line L: invalid YAML (…)`."""
-    import yaml
-
+    """The YAML value in `path` (`read_limited`, lwap.limits.YAML_FILE; `parse_yaml`)."""
     path = Path(path)
     label = str(path) if label is None else label
-    text = _read_text(path, label)
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f": line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise DataError(f"{label}{where}: invalid YAML ({problem})") from None
+    return parse_yaml(_read_text(path, label, YAML_FILE), label)
 
 
 def read_csv_rows(path: Path, label: str | None = None) -> list[tuple[int, dict[str, str]]]:
@@ -340,7 +493,7 @@ def read_csv_rows(path: Path, label: str | None = None) -> list[tuple[int, dict[
 
     path = Path(path)
     label = str(path) if label is None else label
-    reader = csv.reader(io.StringIO(_read_text(path, label), newline=""))
+    reader = csv.reader(io.StringIO(_read_text(path, label, CSV_FILE), newline=""))
     rows: list[tuple[int, dict[str, str]]] = []
     try:
         header = next(reader, None)

@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -27,6 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lwap.errors import LwapError, OutputWriteError
+from lwap.files import read_limited
+from lwap.limits import JSON_FILE
 
 
 class LockedError(LwapError):
@@ -100,7 +103,7 @@ def read_owner(path: Path) -> LockOwner | None:
     """The owner a lock file names, or None if it is gone, empty or not a lock file of ours. A bare pid
     (the pooler grid's cell locks before this module) is read as a lock of this host, taken then."""
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = read_limited(path, JSON_FILE).decode("utf-8").strip()  # a FIFO or /dev/zero: not a lock
         if text.isdigit():
             return LockOwner(int(text), socket.gethostname(), path.stat().st_mtime)
         raw = json.loads(text)
@@ -144,11 +147,14 @@ def _remove_if_dead(path: Path) -> bool:
     Serialised with flock on the lock file itself: of two processes that found the same dead lock, the
     second one sees that the path now holds another file (the first one's new lock) and leaves it.
     """
-    try:
-        handle = path.open("rb")
+    try:  # opened without blocking: a FIFO where the lock should be is not ours, never waited on
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return True
-    with handle:
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        return False
+    with os.fdopen(descriptor, "rb") as handle:
         with contextlib.suppress(ImportError, OSError):
             import fcntl
 

@@ -15,9 +15,10 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
 from lwap import model_folder, portable, registry
+from lwap.backbone_fit import usable_positions
 from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone, transformer_kwargs
 from lwap.errors import BackboneNotFoundError, ConfigError, DataError, ModelLoadError
-from lwap.files import read_json
+from lwap.files import file_status, read_json
 from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.worker_pickling import keep_hidden_states_in_workers
@@ -135,16 +136,6 @@ def position_limit(model: SentenceTransformer) -> int | None:
     return usable_positions(getattr(model[0], "model", None))
 
 
-def usable_positions(backbone: Any) -> int | None:
-    """Tokens the position table can number: RoBERTa-style embeddings (RoBERTa, its pre-LayerNorm form)
-    number positions from padding_idx + 1, so their table holds padding_idx + 1 fewer tokens."""
-    positions = getattr(getattr(backbone, "config", None), "max_position_embeddings", 0) or 0
-    if not positions:
-        return None
-    offset = getattr(getattr(backbone, "embeddings", None), "padding_idx", None)
-    return int(positions) - (offset + 1 if isinstance(offset, int) else 0)
-
-
 def set_max_seq_length(model: SentenceTransformer, length: int, say: Callable[[str], None]) -> int:
     """Set the truncation length, capped at what the backbone can encode (saying so); return it."""
     limit = position_limit(model)
@@ -220,6 +211,9 @@ def load_model(
         first_line = next(iter(str(error).strip().splitlines()), type(error).__name__)
         raise ModelLoadError(f"cannot load model {str(path)!r}: {first_line}") from error
     keep_hidden_states_in_workers(model)
+    limit = position_limit(model)
+    if limit is not None and (model.max_seq_length or 0) > limit:
+        model.max_seq_length = limit  # a saved length past the position table would crash on a long input
     return model
 
 
@@ -229,6 +223,11 @@ def check_model_folder(path: Path, *, trust_remote_code: bool = False) -> dict[s
     if not path.is_dir():
         raise ModelLoadError(f"model path {str(path)!r} is not a folder")
     modules_json = path / "modules.json"
+    if modules_json.exists() or modules_json.is_symlink():
+        try:
+            file_status(modules_json)  # a FIFO or a device: refused by name, not "no modules.json"
+        except DataError as error:
+            raise ModelLoadError(str(error)) from None
     if not modules_json.is_file():
         raise ModelLoadError(f"{path} is not a sentence-transformers model folder (no modules.json)")
     return model_folder.check_model_folder(path, trust_remote_code=trust_remote_code)

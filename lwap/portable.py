@@ -21,6 +21,7 @@ before this layout name the classes by import path (`lwap.layerwise_attention.X`
 from __future__ import annotations
 
 import ast
+import errno
 import inspect
 import json
 import os
@@ -32,10 +33,11 @@ from sentence_transformers import SentenceTransformer as BaseSentenceTransformer
 from transformers.dynamic_module_utils import get_relative_import_files
 
 from lwap.errors import DataError, ModelLoadError
-from lwap.files import read_json, write_text_atomically
+from lwap.files import read_json, read_limited, write_text_atomically
 from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layer_mean import LayerMean
 from lwap.layerwise_attention import LayerwiseAttentionPooling
+from lwap.limits import JSON_FILE
 from lwap.training_only_mlp import TrainingOnlyMLP
 
 MODULE_CLASSES: tuple[type, ...] = (
@@ -112,6 +114,14 @@ def inside(folder: Path, relative: object, listed_in: Path) -> Path:
         )
     path = folder / relative
     root = folder.resolve()
+    try:
+        os.stat(path)
+    except OSError as error:  # a loop, or a link to nothing: one line, not a TypeError at load
+        if error.errno == errno.ELOOP or path.is_symlink():
+            raise ModelLoadError(
+                f"{listed_in}: module path {relative!r} is a symbolic link loop or a link that leads to "
+                "nothing; refusing it"
+            ) from None
     if path.exists() and not path.resolve().is_relative_to(root):
         raise ModelLoadError(
             f"{listed_in}: module path {relative!r} is a link out of the model folder "
@@ -237,7 +247,11 @@ def _check_code(folder: Path, cls: type) -> None:
             raise ModelLoadError(
                 f"{folder}: modules.json names {folder_type(cls)!r}, but {source.name} is missing"
             )
-        if not any(same_code(copy.read_bytes(), shipped) for shipped in shipped_versions(source)):
+        try:  # no module file of lwap's is near the JSON limit; a FIFO or /dev/zero is refused
+            code = read_limited(copy, JSON_FILE)
+        except DataError as error:
+            raise ModelLoadError(str(error)) from None
+        if not any(same_code(code, shipped) for shipped in shipped_versions(source)):
             raise ModelLoadError(
                 f"{copy} differs from the {source.name} this lwap ships: the folder was changed "
                 "or saved by another lwap version; refusing its code (load it with SentenceTransformer(..., "

@@ -9,9 +9,11 @@ lists fit in the file, so this costs a few milliseconds, not a load.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from lwap.errors import LwapError, ModelLoadError
+from lwap.errors import DataError, LwapError, ModelLoadError
+from lwap.files import open_regular, read_json
 
 _MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header's length
 
@@ -21,10 +23,10 @@ def weights_files(folder: Path) -> list[Path]:
     folder itself for a plain Hugging Face model folder)."""
     modules = [""]
     try:
-        entries = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        entries = read_json(folder / "modules.json") if (folder / "modules.json").is_file() else []
         modules += [str(entry.get("path", "")) for entry in entries if isinstance(entry, dict)]
-    except (OSError, ValueError, AttributeError):
-        pass  # no (or a malformed) modules.json: the folder's own files; the folder check says the rest
+    except (LwapError, TypeError):
+        pass  # a malformed modules.json: the folder's own files; the folder check says the rest
     found: list[Path] = []
     for module in dict.fromkeys(modules):
         if Path(module).is_absolute() or ".." in Path(module).parts:
@@ -35,7 +37,10 @@ def weights_files(folder: Path) -> list[Path]:
 
 def check_weights_file(path: Path, error: type[LwapError] = ModelLoadError) -> None:
     """`error` naming `path` unless it is a complete safetensors file."""
-    reason = _damage(path)
+    try:
+        reason = _damage(path)
+    except DataError as problem:
+        raise error(str(problem)) from None
     if reason is not None:
         raise error(f"{path}: damaged weights file, {reason}; save or copy the model again")
 
@@ -46,10 +51,10 @@ def _damage(path: Path) -> str | None:
     invalid header length); then safetensors checks the header and that the tensors fit in the file."""
     from safetensors import SafetensorError, safe_open
 
-    size = path.stat().st_size
-    if size == 0:
-        return "empty (0 bytes)"
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:  # a FIFO or a device in its place: a DataError naming it
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return "empty (0 bytes)"
         prefix = handle.read(8 + 2**20)
     header = int.from_bytes(prefix[:8], "little") if len(prefix) >= 8 else 0
     if len(prefix) < 9 or header > _MAX_HEADER or prefix[8:9] != b"{":

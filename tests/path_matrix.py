@@ -252,6 +252,19 @@ NOT_PATHS: dict[str, str] = {
     ),
 }
 
+# every LWAP_* environment variable that names no path, with why
+NOT_PATH_VARIABLES: dict[str, str] = dict.fromkeys(
+    (
+        "LWAP_MAX_JSON_BYTES",
+        "LWAP_MAX_YAML_BYTES",
+        "LWAP_MAX_CSV_BYTES",
+        "LWAP_MAX_LINE_BYTES",
+        "LWAP_MAX_TOKENIZER_BYTES",
+        "LWAP_MAX_MODEL_BYTES",
+    ),
+    "a size limit (lwap.limits; the oversize and huge-config columns)",
+)
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -316,9 +329,59 @@ FAULTS = (
         "model folders: a Router module routing to a class from a .py file in the folder",
         r"outside lwap and sentence-transformers",
     ),
+    Fault("fifo", "a named pipe (FIFO) where a file is read (input folders: the file inside)", r"named pipe"),
+    Fault(
+        "device",
+        "a link to /dev/zero where a file is read (input folders: the file inside)",
+        r"character device|link out of the model folder \(to /dev/zero\)",
+    ),
+    Fault(
+        "dangling-link",
+        "a symbolic link to a path that does not exist",
+        r"leads to no|does not exist|no such|not found",
+    ),
+    Fault(
+        "oversize",
+        "a file past its kind's limit (`lwap.limits`): a 2 MiB YAML config, 17 MiB of JSON (the file inside "
+        "that is read), or, in a file read line by line, one line past the 1 MiB line limit (gzipped where "
+        ".gz is read)",
+        r"more than the [\w ]+ limit|longer than the line limit",
+    ),
+    Fault(
+        "huge-config",
+        "model folders: config.json's vocabulary raised to a billion (a model of 128 GB in float32)",
+        r"more than the model limit",
+    ),
+    Fault(
+        "short-embeddings",
+        "model folders: the backbone's weights with 30,000 embedding rows where config.json says 30,522",
+        r"the weights do not fit the config",
+    ),
+    Fault("damaged-tokenizer", "model folders: tokenizer.json cut in half", r"damaged tokenizer file"),
+    Fault(
+        "token-past-table",
+        "model folders: an added token in tokenizer.json whose id is past the embedding table",
+        r"outside the embedding table",
+    ),
+    Fault(
+        "tokenizer-outside",
+        "model folders: sentence_bert_config.json's `tokenizer_name_or_path` naming a folder outside",
+        r"names a tokenizer outside the model folder",
+    ),
     Fault("unicode-name", "a name with spaces and non-ASCII characters (must work)", r""),
 )
-HOSTILE = ("auto-map", "pickle-weights", "path-escape", "router-code")
+HOSTILE = (
+    "auto-map",
+    "pickle-weights",
+    "path-escape",
+    "router-code",
+    "huge-config",
+    "short-embeddings",
+    "damaged-tokenizer",
+    "token-past-table",
+    "tokenizer-outside",
+)
+READ_FAULTS = ("fifo", "device", "oversize")  # faults of what is read: an output is replaced, not read
 FAULT = {fault.name: fault for fault in FAULTS}
 
 
@@ -331,7 +394,7 @@ def expectation(target: Target, fault: str) -> str:
         return "n/a: a new output is the normal case (the unicode-name cell also creates missing parents)"
     if fault == "unwritable" and inputs:
         return "n/a: reading needs no write permission"
-    if fault in ("empty", "not-utf8") and not inputs:
+    if fault in ("empty", "not-utf8", *READ_FAULTS) and not inputs:
         return "n/a: an existing output is replaced, not read"
     if fault == "truncated-gzip" and not target.gzip:
         return "n/a: no .gz is read here" if inputs else "n/a: an output is not read"
@@ -373,10 +436,12 @@ def doc_section() -> str:
         "before the failure (datasets' `Generating train split`) is not counted as a second line. The "
         "training cells that must work run `lwap train` for real up to the optimisation loop (config "
         "read, data read, backbone loaded, checkpoint found, output folder prepared), which opens no "
-        "path the user gave. The hostile-folder columns (*auto-map* to *router-code*, crafted by "
-        "`tests/hostile.py`) apply to every command that reads a model folder (for `card RUN`, the run's "
-        "`model/`); their cells also fail if the folder's code ran (its marker file) or a prompt read stdin "
-        "(closed).",
+        "path the user gave. The hostile-folder columns (*auto-map* to *router-code*, and *huge-config* to "
+        "*tokenizer-outside*, crafted by `tests/hostile.py`) apply to every command that reads a model "
+        "folder (for `card RUN`, the run's `model/`); their cells also fail if the folder's code ran (its "
+        "marker file) or a prompt read stdin (closed). The *fifo*, *device* and *oversize* cells would hang "
+        "or grow without bound if the file were read as it was before issue 49; each ends in one line "
+        "within seconds.",
         "",
         "| path | kind | holds | " + " | ".join(f.name for f in FAULTS) + " |",
         "| --- | --- | --- | " + " | ".join("---" for _ in FAULTS) + " |",

@@ -96,7 +96,7 @@ def test_saved_and_loaded_by_lwap_and_by_sentence_transformers_alone(
 
 def test_a_damaged_module_config_is_refused_on_load(prenorm_backbone: Path, tmp_path: Path) -> None:
     """A saved folder whose NormalizeHiddenStates config names no layer index: one ModelLoadError naming
-    the folder, at load, not a crash at the first encode."""
+    the file, before the load (lwap.module_fit), not a crash at the first encode."""
     import json
 
     from lwap.errors import ModelLoadError
@@ -106,5 +106,7 @@ def test_a_damaged_module_config_is_refused_on_load(prenorm_backbone: Path, tmp_
     build_model(str(prenorm_backbone), "first_last_avg").save(str(tmp_path / "m"))
     config = next((tmp_path / "m").glob("*_NormalizeHiddenStates")) / "config.json"
     config.write_text(json.dumps({"layers": ["one"], "eps": 1e-5}), encoding="utf-8")
-    with pytest.raises(ModelLoadError, match="cannot load model"):
+    with pytest.raises(
+        ModelLoadError, match=r"NormalizeHiddenStates/config\.json: cannot build NormalizeHiddenS"
+    ):
         load_model(tmp_path / "m")

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from path_matrix import (
     HOSTILE,
     INPUT_FILE,
     INPUT_FOLDER,
+    NOT_PATH_VARIABLES,
     NOT_PATHS,
     OUTPUT_FILE,
     TARGETS,
@@ -43,6 +45,7 @@ from path_matrix import (
 )
 
 from lwap.cli import build_parser, main
+from lwap.limits import JSON_FILE, LINE, YAML_FILE
 from lwap.train.config import all_keys
 
 NOT_UTF8 = b"\xff\xfe Latin-1, not UTF-8: caf\xe9\n"
@@ -261,8 +264,44 @@ def make_fault(world: World, target: Target, fault: str, request: pytest.Fixture
     elif fault in HOSTILE:
         world.make_valid(target, path)
         CRAFTS[fault](path / (target.model or "."))
+    elif fault in ("fifo", "device"):
+        if not is_file:
+            world.make_valid(target, path)
+            path, cell_path = path / target.inner, path
+            path.unlink()
+        os.mkfifo(path) if fault == "fifo" else path.symlink_to("/dev/zero")
+        return path if is_file else cell_path
+    elif fault == "dangling-link":
+        path.symlink_to(cell / "nowhere")
+    elif fault == "oversize":
+        path = _oversize(world, target, path, is_file)
     else:
         raise AssertionError(f"unknown fault {fault}")
+    return path
+
+
+def _oversize(world: World, target: Target, path: Path, is_file: bool) -> Path:
+    """`path` (or the file inside that is read) one past its limit: the YAML and JSON limits by size, a
+    file read line by line by one line longer than the line limit (a .gz where .gz is read); returned."""
+    if is_file and target.dest == "config":
+        path.write_text("# " + "x" * YAML_FILE.default + "\n", encoding="utf-8")
+        return path
+    if is_file:
+        long_line = "x" * (LINE.default + 1)
+        data = ("\n".join([*TRAIN_SENTENCES[:2], long_line]) + "\n").encode("utf-8")
+        if target.gzip:  # 1 MiB of the same byte compresses to 1 KiB: read on, it is decompressed
+            path = path.with_name(path.name + ".gz")
+            data = gzip.compress(data)
+        path.write_bytes(data)
+        return path
+    world.make_valid(target, path)
+    inner = path / target.inner
+    data = inner.read_bytes()
+    inner.unlink()  # copies can be hard links to the module fixture: never write through them
+    if target.inner.endswith(".json"):  # still valid JSON: only the limit refuses it
+        inner.write_bytes(data + b" " * (JSON_FILE.default + 1))
+    else:
+        inner.write_bytes(data + b"x" * (LINE.default + 1) + b"\n")
     return path
 
 
@@ -288,14 +327,17 @@ def snapshot(root: Path) -> dict[str, tuple]:
         for name in dirs + files:
             path = Path(folder) / name
             key = str(path.relative_to(root))
+            mode = path.lstat().st_mode
             if path.is_symlink():
                 state[key] = ("link", os.readlink(path))
             elif path.is_dir():
                 state[key] = ("dir",)
+            elif not stat.S_ISREG(mode):  # a FIFO: reading it would block
+                state[key] = ("special", stat.S_IFMT(mode))
             else:
-                stat = path.stat()
+                status = path.stat()
                 digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
-                state[key] = ("file", stat.st_size, stat.st_mtime_ns, digest)
+                state[key] = ("file", status.st_size, status.st_mtime_ns, digest)
     return state
 
 
@@ -440,7 +482,8 @@ def test_every_option_and_key_is_classified() -> None:
     )
     assert not (rows | set(NOT_PATHS)) - options, "rows or NOT_PATHS entries name options that are gone"
     variables = {t.dest for t in TARGETS if t.where == "environment"}
-    assert _variables() == variables, f"LWAP_* variables {_variables()} vs matrix rows {variables}"
+    variables |= set(NOT_PATH_VARIABLES)
+    assert _variables() == variables, f"LWAP_* variables {_variables()} vs matrix rows and {variables}"
 
 
 def test_reliability_doc_lists_the_matrix() -> None:

@@ -28,7 +28,7 @@ from typing import Any
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from lwap.errors import LwapError
-from lwap.files import read_json_object
+from lwap.files import open_regular, read_json_object
 
 MANIFEST = "lwap-manifest.json"
 # what transformers' resume loads with torch.load (weights_only=True); rng_state_N.pth under DDP
@@ -38,7 +38,7 @@ _CHUNK = 2**22
 
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:  # a FIFO put in a checkpoint is refused, never waited on
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -99,7 +99,7 @@ def _by_loading(checkpoint: Path) -> str | None:
     from lwap.weights_files import check_weights_files
 
     try:
-        read_json_object(checkpoint / "trainer_state.json")
+        read_json_object(checkpoint / "trainer_state.json", finite=False)
         check_weights_files(checkpoint)
     except LwapError as error:
         return str(error)

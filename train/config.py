@@ -25,6 +25,7 @@ import yaml
 from lwap import registry
 from lwap.errors import ConfigError, DataError, unknown_value
 from lwap.files import read_yaml
+from lwap.safe_yaml import AliasError, parse_yaml
 
 OBJECTIVES = ("unsup_simcse", "sup_simcse")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -177,8 +178,10 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     """Read `path` (YAML, safe loader), apply `key=value` overrides, check all; ConfigError on a fault."""
     path = Path(path)
     source = str(path)
-    if not path.is_file():
-        raise ConfigError(f"{source}: {'is a directory' if path.is_dir() else 'no such config file'}")
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"{source}: no such config file")
+    if path.is_dir():
+        raise ConfigError(f"{source}: is a directory")
     try:
         raw = read_yaml(path, source)  # names the file and line of a fault, as every file lwap reads
     except DataError as error:
@@ -202,9 +205,11 @@ def _apply_override(raw: dict[str, Any], override: str, source: str) -> None:
     parts = key.split(".")
     if len(parts) != 2:
         raise ConfigError(f"--set {key}: {_unknown_key_message(key)}")
-    try:
-        value = yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError:
+    try:  # the same loader as config files: an alias bomb in a value fails here, in bounded memory
+        value = parse_yaml(text, f"--set {key}") if text.strip() else None
+    except AliasError as error:
+        raise ConfigError(str(error)) from None
+    except DataError:  # not YAML: the text itself (a path with a colon, say)
         value = text
     section = raw.setdefault(parts[0], {})
     if not isinstance(section, dict):

@@ -280,6 +280,8 @@ def _data_name(config: TrainConfig) -> str:
     that the data mirror and lwap's packaged sample keep beside each file."""
     from lwap.data_sources import training_file
     from lwap.errors import LwapError
+    from lwap.files import read_limited
+    from lwap.limits import JSON_FILE
     from lwap.train.data import _is_local
 
     d = config.data
@@ -292,7 +294,14 @@ def _data_name(config: TrainConfig) -> str:
         source = training_file(d.train, d.max_examples).parent / "SOURCE.md"
     except LwapError:
         return name
-    lines = source.read_text(encoding="utf-8").splitlines() if source.is_file() else []
+    try:
+        lines = (
+            read_limited(source, JSON_FILE).decode("utf-8", "replace").splitlines()
+            if source.is_file()
+            else []
+        )
+    except LwapError:
+        return name
     title = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
     return f"{name}: {title}" if title else name
 
@@ -334,21 +343,24 @@ def _evaluation(evaluation: dict[str, Any] | None, summary: dict[str, Any]) -> s
 def _backbone_card_fields(backbone: str) -> tuple[str, Any]:
     """(license, language) from the backbone's own card; "unknown" license and English otherwise (lwap's
     training and evaluation data are English)."""
-    import yaml
-
     from lwap.backbones import resolve_backbone
     from lwap.errors import LwapError
+    from lwap.files import read_limited
+    from lwap.limits import JSON_FILE
+    from lwap.safe_yaml import parse_yaml
 
     try:
         folder = Path(resolve_backbone(backbone))
     except LwapError:
         return "unknown", "en"
     for readme in (folder / "README.md", folder.parent / "README.md"):
-        text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
-        if text.startswith("---"):
-            try:
-                front = yaml.safe_load(text.split("---", 2)[1]) or {}
-            except yaml.YAMLError:
+        try:  # within a limit, and its front matter's aliases bounded: str() of an alias bomb never ends
+            text = read_limited(readme, JSON_FILE).decode("utf-8", "replace") if readme.is_file() else ""
+            if not text.startswith("---"):
                 continue
+            front = parse_yaml(text.split("---", 2)[1], str(readme)) or {}
+        except LwapError:
+            continue
+        if isinstance(front, dict):
             return str(front.get("license") or "unknown"), front.get("language") or "en"
     return "unknown", "en"

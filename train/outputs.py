@@ -65,7 +65,7 @@ def is_complete_checkpoint(folder: Path) -> bool:
     """transformers writes trainer_state.json last: a checkpoint with a readable one was written to the end.
     Whether its files are intact too is `lwap.train.checkpoint_integrity.checkpoint_damage`'s question."""
     try:
-        state = read_json_object(folder / "trainer_state.json")
+        state = read_json_object(folder / "trainer_state.json", finite=False)  # a NaN loss is logged as NaN
     except LwapError:
         return False
     return (folder / "modules.json").is_file() and state.get("global_step") == checkpoint_step(folder)
@@ -89,7 +89,8 @@ def check_output_path(out: Path) -> None:
     """ConfigError unless OUT is (or can be created as) a folder this process can write in."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output.dir {str(out)!r} is a file, not a folder")
-    check_output(out, folder=True, label=f"output.dir {str(out)!r}", error=ConfigError)
+    written = (*_RUN_ARTIFACTS, LOCK_FILE, f"{CHECKPOINTS_DIR}/*", f"{CHECKPOINTS_DIR}/*/*")
+    check_output(out, folder=True, label=f"output.dir {str(out)!r}", error=ConfigError, entries=written)
 
 
 @contextlib.contextmanager
@@ -194,10 +195,10 @@ def _intact(out: Path, before: int) -> Path | None:
 def _state_fault(checkpoint: Path) -> str:
     """Why trainer_state.json makes `checkpoint` incomplete, when it is there but unreadable."""
     state = checkpoint / "trainer_state.json"
-    if not state.is_file():
+    if not state.exists():  # a FIFO or a device is there: read_json_object names it
         return ""
     try:
-        read_json_object(state)
+        read_json_object(state, finite=False)
     except LwapError as error:
         return f": {error}"
     return ""

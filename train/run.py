@@ -178,7 +178,7 @@ def out_of_memory_error(error: BaseException, config: TrainConfig) -> TrainingOu
 def _training_done(checkpoint: Path, config: TrainConfig) -> bool:
     """Whether `checkpoint` is the last step of the run `config` asks for. transformers would train one
     step more from it; a run whose model could not be written (a full disk) resumes this way."""
-    state = read_json_object(checkpoint / "trainer_state.json")  # checked by --resume already
+    state = read_json_object(checkpoint / "trainer_state.json", finite=False)  # checked by --resume
     target = config.training.max_steps if config.training.max_steps > 0 else state.get("max_steps", 0)
     return int(state.get("global_step", 0)) >= int(target or 0) > 0
 
