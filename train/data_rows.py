@@ -18,6 +18,7 @@ Values (see lwap.train.data for the SimCSE rule): an empty or blank text, or a J
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import gzip
 import json
@@ -28,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from lwap.errors import DataError
-from lwap.files import decoded_lines
+from lwap.files import decoded_lines, open_regular
+from lwap.limits import LINE
 
 EMPTY_TEXT = " "  # what an empty text becomes: SimCSE's train.py replaces None by " " (lwap.train.data)
 MAX_JSON_DEPTH = 64  # an example is an object of texts (depth 1); deeper nesting is refused, not recursed
 JSON_CHUNK = 1 << 20  # a JSON array is read this many bytes at a time
-MAX_JSON_ELEMENT = 16 << 20  # characters one element of a JSON array may take (bounds the buffer)
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _OPENERS = re.compile(r"[\[\]{}]")
 _WHITE_SPACE = re.compile(r"[ \t\r\n]*")  # JSON's white space
@@ -187,8 +188,16 @@ def json_lines_rows(
         yield object_row(value, where, columns, names)
 
 
-def _open_binary(path: Path) -> Any:
-    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else path.open("rb")
+@contextlib.contextmanager
+def _open_binary(path: Path) -> Iterator[Any]:
+    """`path` through lwap's one way of opening what it reads (a regular file, bounded by no size: data
+    files are streamed), decompressed on the fly for `.gz`."""
+    with open_regular(path) as raw:
+        if path.name.lower().endswith(".gz"):
+            with gzip.GzipFile(fileobj=raw, mode="rb") as handle:
+                yield handle
+        else:
+            yield raw
 
 
 def starts_an_array(path: Path) -> bool:
@@ -211,7 +220,7 @@ class _JsonArrayReader:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.handle = _open_binary(path)
+        self.opened = _open_binary(path)
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.buffer = ""
         self.pos = 0  # next character of `buffer` to read
@@ -254,12 +263,12 @@ class _JsonArrayReader:
             except RecursionError:
                 raise _nested_too_deeply(where) from None
             except ValueError as error:
-                if len(self.buffer) - self.pos < MAX_JSON_ELEMENT and self._more():
+                if len(self.buffer) - self.pos < LINE.value() and self._more():
                     continue  # the element may go on in the next chunk
                 if not self.eof:
                     raise DataError(
-                        f"{where}: no complete JSON value in {MAX_JSON_ELEMENT >> 20} MiB (a row that long, "
-                        "or not valid JSON)"
+                        f"{where}: no complete JSON value in {LINE.value():,} bytes, the line limit (a row "
+                        f"that long, or not valid JSON; set {LINE.variable} to raise it)"
                     ) from None
                 if not isinstance(error, json.JSONDecodeError):  # an integer too long for int()
                     raise DataError(f"{where}: not valid JSON ({error})") from None
@@ -276,7 +285,7 @@ class _JsonArrayReader:
 
     def elements(self) -> Iterator[tuple[str, Any]]:
         """(where: file, row and line, element) for each element of the array."""
-        with self.handle:
+        with self.opened as self.handle:
             self._next_character()
             self._advance(self.pos + 1)  # the opening `[` (starts_an_array checked it)
             row = 0
