@@ -210,3 +210,26 @@ def test_one_sentence_a_row(tmp_path: Path, wiki: Path) -> None:
     # and SOURCE.md says so (the long run's rows are not packed)
     grouped = script.parse_args(options(tmp_path, wiki, "--rows", "sentence", "--group-by-length"))
     assert rows_text(grouped).endswith("(one sentence a row, `[CLS] s [SEP]`, in batches of like length)")
+
+
+def test_init_from_continues_an_exported_backbone(tmp_path: Path, wiki: Path) -> None:
+    """--init-from (issue 50's dropout arms): the run starts from an exported encoder's weights, not random
+    ones, and its SOURCE.md says so; a folder of another size is refused in one line."""
+    first = tmp_path / "first"
+    assert script.main([*options(tmp_path, wiki), "--out", str(first), "--max-steps", "2"]) == 0
+    exported = AutoModel.from_pretrained(first).state_dict()
+    run, out = (
+        ["--run-dir", str(tmp_path / "more"), "--out", str(tmp_path / "more-out")],
+        tmp_path / "more-out",
+    )
+    continued = options(tmp_path, wiki, "--init-from", str(first), "--lr", "0", "--max-steps", "1", *run)
+    assert script.main(continued) == 0  # lr 0: the weights leave the run as they came in
+    after = AutoModel.from_pretrained(out).state_dict()
+    encoder = [k for k in exported if not k.startswith("pooler.")]
+    assert all(torch.equal(exported[k].bfloat16(), after[k].bfloat16()) for k in encoder)
+    assert f"the encoder of `{first}` (MLM continued from it" in (out / "SOURCE.md").read_text()
+    other = options(
+        tmp_path, wiki, "--init-from", str(first), "--size", "4l256", "--run-dir", str(tmp_path / "x")
+    )
+    with pytest.raises(Exception, match="does not fit this run's --arch/--size"):
+        script.main(other)

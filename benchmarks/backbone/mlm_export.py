@@ -60,7 +60,7 @@ docs/PRETRAIN.md) with `{shlex.join(["python", "benchmarks/backbone/pretrain_mlm
 
 - Model: {ARCH_NAMES[a.arch]}, {c.num_hidden_layers} layers, H={c.hidden_size}, {c.num_attention_heads} \
 heads, feed-forward {c.intermediate_size}, {params:.1f} M parameters, position table \
-{c.max_position_embeddings}; random initialisation, bert-base-uncased WordPiece vocabulary (from \
+{c.max_position_embeddings}; {start_text(a)}, bert-base-uncased WordPiece vocabulary (from \
 all-MiniLM-L6-v2). Weights stored in bf16 ({megabytes:.1f} MB folder); they load as fp32.
 - Objective: MLM only (15% of tokens: 80% [MASK], 10% random, 10% kept), no sentence-level objective.
 - Training: {state["global_step"]}/{a.max_steps} steps of {a.batch} rows x {rows_text(a)}, \
@@ -93,3 +93,10 @@ def rows_text(a: argparse.Namespace) -> str:
         return f"{a.seq_len} tokens (sentences packed `[CLS] s1 [SEP] s2 [SEP] ...`)"
     like = ", in batches of like length" if a.group_by_length else ""
     return f"up to {a.seq_len} tokens (one sentence a row, `[CLS] s [SEP]`{like})"
+
+
+def start_text(a: argparse.Namespace) -> str:
+    """Where the weights started, for SOURCE.md."""
+    if not a.init_from:
+        return "random initialisation"
+    return f"the encoder of `{a.init_from}` (MLM continued from it; the MLM head's transform started fresh)"

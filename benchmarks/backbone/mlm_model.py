@@ -4,6 +4,7 @@ taken only at the masked positions."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import torch
 from transformers import (
@@ -13,6 +14,8 @@ from transformers import (
     RobertaPreLayerNormForMaskedLM,
 )
 from transformers.modeling_outputs import MaskedLMOutput
+
+from lwap.errors import DataError
 
 SIZES = {"4l256": (4, 256, 4), "6l384": (6, 384, 12), "4l512": (4, 512, 8), "tiny": (2, 32, 2)}
 ARCHS = ("bert", "prenorm")
@@ -70,3 +73,20 @@ def mlm_config(a: argparse.Namespace, tokenizer, dropout: float):
         eos_token_id=tokenizer.sep_token_id,
         **shape,
     )
+
+
+def start_from(model: torch.nn.Module, folder: Path) -> None:
+    """Copy the encoder of a folder this script exported into `model`'s encoder (issue 50: more MLM from a
+    shipped backbone). The exported folder holds the encoder only; the MLM head's transform and output bias
+    keep their fresh initialisation, and its decoder is tied to the copied word embeddings. DataError when
+    the shapes or names do not match the run's architecture and size."""
+    from transformers import AutoModel
+
+    encoder = AutoModel.from_pretrained(folder, dtype=torch.float32, trust_remote_code=False)
+    try:
+        result = model.base_model.load_state_dict(encoder.state_dict(), strict=False)
+    except RuntimeError as error:  # a size mismatch
+        raise DataError(f"--init-from {folder}: does not fit this run's --arch/--size ({error})") from None
+    unexpected = [key for key in result.unexpected_keys if not key.startswith("pooler.")]  # never trained
+    if result.missing_keys or unexpected:
+        raise DataError(f"--init-from {folder}: missing {result.missing_keys}, unexpected {unexpected}")

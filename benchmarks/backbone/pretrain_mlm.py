@@ -48,16 +48,17 @@ from benchmarks.backbone.mlm_checkpoints import (
 )
 from benchmarks.backbone.mlm_data import collator, load_tokenizer, prepared_data, unigram_loss
 from benchmarks.backbone.mlm_export import export
-from benchmarks.backbone.mlm_model import ARCHS, MLM_CLASSES, SIZES, mlm_config
+from benchmarks.backbone.mlm_model import ARCHS, MLM_CLASSES, SIZES, mlm_config, start_from
 from lwap import files
 from lwap.errors import ConfigError, DataError, LwapError
 
 RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed",
           "arch", "dropout", "clip", "max_tokens", "warmup_frac", "eval_seq_len", "rows",
-          "group_by_length")  # fmt: skip
+          "group_by_length", "init_from")  # fmt: skip
 # recipe options added after runs were started with the first ten: a run.json without them used these
 LATER_DEFAULTS = {"arch": "bert", "dropout": 0.1, "clip": 1.0, "max_tokens": None, "warmup_frac": None,
-                  "eval_seq_len": None, "rows": "packed", "group_by_length": False}  # fmt: skip
+                  "eval_seq_len": None, "rows": "packed", "group_by_length": False,
+                  "init_from": None}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -85,6 +86,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rows", choices=("packed", "sentence"), default="packed", help="sentences packed into "
                    "rows of --seq-len, or one sentence a row (training and held-out rows alike)")  # fmt: skip
     p.add_argument("--no-export", action="store_true", help="an ablation: keep the run, export nothing")
+    p.add_argument("--init-from", type=Path, help="continue MLM from a folder this script exported (its "
+                   "encoder; the MLM head's transform, not exported, starts fresh)")  # fmt: skip
     p.add_argument(
         "--snapshot-dir",
         type=Path,
@@ -183,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     model = MLM_CLASSES[a.arch](mlm_config(a, tokenizer, a.dropout))  # random weights; the Trainer loads a
     # checkpoint's into it when resuming
+    if a.init_from and checkpoint is None:
+        start_from(model, a.init_from)
     trainer = ReWarmedTrainer(
         rewarmed_at=run.get("rewarmed_at", 0),
         rewarm=a.rewarm,

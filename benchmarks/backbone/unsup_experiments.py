@@ -1,0 +1,251 @@
+"""Issue 50's experiments on the unsupervised failure of bert-prenorm-4l256-sentences, as docs/COMPARE.md
+pre-registers them ("The paper's claims measured fairly", item 4):
+
+    nohup nice python benchmarks/backbone/unsup_experiments.py run >> runs/unsup-experiments.log 2>&1 &
+    python benchmarks/backbone/unsup_experiments.py report     # EXPERIMENTS.md from what is done so far
+    python benchmarks/backbone/unsup_experiments.py run --dry-run   # what is left, in order
+
+(b) **Unseen sentences**: the plain loop (`plain_simcse.py`, `cls` and `mean`, seed 0, the gate's first
+budget but for the data) on S, every distinct SNLI sentence of the mirror no evaluation set holds, and on
+W, as many of the mirror's Wikipedia sentences (its first lines, the ones the gate's runs read), one epoch
+each. (a) **Dropout adaptation**: MLM continued from the shipped backbone for 8 M tokens at dropout 0.1 and
+at 0 (`pretrain_mlm.py --init-from`, everything else equal), then on each arm its untouched rows, lwap's
+trainer (`cls`, `mean`, the gate's `long` budget) and the plain loop.
+
+Each step is skipped once its output exists, so a killed run resumes where it stopped (the MLM arms from
+their last checkpoint). Arms are exported to runs/arms/NAME (not tracked: an arm ships only if it passes);
+the scores, each plain run's STS-B dev curve and each arm's SOURCE.md are kept under
+benchmarks/results/compare/budget/bert-prenorm-4l256-sentences/experiments/ (tracked), and `report`
+remakes EXPERIMENTS.md there from those files alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import hashlib
+import json
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import REPO
+from benchmarks.backbone.budget_probe import GATE_BUDGETS, GATE_MARGINS
+from benchmarks.backbone.gate_diagnosis import lwap_row, plain_row
+from benchmarks.backbone.mlm_data import evaluation_sentences, normalise
+from lwap.compare.cells import read
+from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
+from lwap.paths import data_dir
+
+BACKBONE = "benchmarks/backbones/bert-prenorm-4l256-sentences"
+NAME = backbone_name(BACKBONE)
+RESULTS = REPO / "benchmarks/results/compare/budget" / NAME / "experiments"
+RUNS = REPO / "runs" / "unsup-experiments"
+POOLINGS = ("cls", "mean")
+BAR = 51.77  # the shipped backbone's gate bar: every untouched row + 5 on Avg. (all) (its gate's table)
+# the shipped backbone's own recipe (its SOURCE.md), but the rate: a tenth of its peak, for 8 M tokens
+ARM_RECIPE = ["--size", "4l256", "--arch", "prenorm", "--lr", "1e-4", "--batch", "150", "--seq-len", "128",
+              "--rows", "sentence", "--group-by-length", "--clip", "0.5", "--max-tokens", "8000000",
+              "--warmup-frac", "0.02", "--eval-steps", "400", "--init-from", BACKBONE]  # fmt: skip
+ARMS = {"dropout0.1": "0.1", "dropout0": "0"}
+GATE_LONG = GATE_BUDGETS["long"]["unsup"]
+
+
+def arm_folder(arm: str) -> str:
+    return f"runs/arms/{NAME}-{arm}"
+
+
+def unseen_files() -> tuple[Path, Path]:
+    return RUNS / "unseen" / "snli.txt", RUNS / "unseen" / "wiki.txt"
+
+
+def write_unseen_sentences() -> dict:
+    """S (SNLI, no evaluation sentence, shuffled with seed 0) and W (as many of the mirror's first
+    Wikipedia lines): two files for plain_simcse.py --train, and what they hold."""
+    mirror = data_dir()
+    held, _ = evaluation_sentences(mirror)  # normalised: case, punctuation and whitespace folded
+    distinct: dict[str, None] = {}
+    with gzip.open(mirror / "nli" / "snli_dev_test_pairs.tsv.gz", "rt", encoding="utf-8") as handle:
+        rows = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        next(rows)  # split, premise, hypothesis, label
+        for row in rows:
+            for sentence in (row[1].strip(), row[2].strip()):
+                distinct.setdefault(sentence, None)
+    snli = [s for s in distinct if s and normalise(s) not in held]
+    random.Random(0).shuffle(snli)
+    wiki = []
+    with gzip.open(mirror / "wiki" / "wiki_sentences_1m.txt.gz", "rt", encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                wiki.append(line.rstrip("\n"))
+            if len(wiki) == len(snli):
+                break
+    record = {"snli_distinct": len(distinct), "snli_removed_as_evaluation": len(distinct) - len(snli)}
+    for path, sentences in zip(unseen_files(), (snli, wiki), strict=True):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = "\n".join(sentences) + "\n"
+        path.write_text(text, encoding="utf-8")
+        record[path.stem] = {"sentences": len(sentences), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return record
+
+
+def plain_steps(label: str, backbone: str, extra: list[str]) -> Iterator[tuple[str, list[str], Path]]:
+    """The plain loop's `cls` and `mean` on `backbone`, each scored on the STS tasks into RESULTS/label/."""
+    for pooling in POOLINGS:
+        model = RUNS / label / pooling
+        train = ["benchmarks/backbone/plain_simcse.py", "--backbone", backbone, "--pooling", pooling]
+        yield (
+            f"{label} {pooling}: train",
+            [*train, "--out", str(model), "--overwrite", *extra],
+            model / "plain_simcse.json",
+        )
+        scores = RESULTS / label / pooling
+        evaluate = ["-m", "lwap", "eval", str(model), "--tasks", "sts", "--output", str(scores)]
+        yield f"{label} {pooling}: eval", [*evaluate, "--no-progress"], scores / "results.json"
+
+
+def steps() -> Iterator[tuple[str, list[str] | None, Path]]:
+    """(what, the python command or None for an in-process step, the file that marks it done), in the
+    order docs/COMPARE.md pre-registers: (b), then (a)."""
+    yield "unseen sentences: the two files", None, RESULTS / "unseen" / "sentences.json"
+    snli, wiki = unseen_files()
+    count = json.loads((RESULTS / "unseen" / "sentences.json").read_text())["snli"]["sentences"] if (
+        RESULTS / "unseen" / "sentences.json").is_file() else 0  # fmt: skip
+    for arm, path in (("unseen/snli", snli), ("unseen/wiki", wiki)):
+        yield from plain_steps(arm, BACKBONE, ["--train", str(path), "--max-examples", str(count)])
+    for arm, dropout in ARMS.items():
+        folder = arm_folder(arm)
+        mlm = ["benchmarks/backbone/pretrain_mlm.py", "--name", f"{NAME}-{arm}", *ARM_RECIPE]
+        mlm += ["--dropout", dropout, "--run-dir", f"runs/pretrain/{NAME}-{arm}", "--out", folder]
+        yield f"arm {arm}: MLM", mlm, REPO / folder / "SOURCE.md"
+        grid = Grid(RESULTS / "arms" / arm, RUNS / "arms" / arm)
+        cells = ["-m", "lwap", "compare", "run", "--results", str(grid.results), "--work-dir", str(grid.work)]
+        cells += ["--backbone", folder, "--regime", "unsup", "--seeds", "0", "--poolers", *POOLINGS]
+        cells += ["--tasks", "sts", *(a for o in GATE_LONG for a in ("--set", o))]
+        yield f"arm {arm}: lwap's cells", cells, grid.cell_file(folder, "unsup", "mean", 0)
+        yield from plain_steps(f"arms/{arm}/plain", folder, [])
+
+
+def run(dry_run: bool) -> int:
+    for what, command, done in steps():
+        if done.is_file():
+            continue
+        print(f"[{'todo' if dry_run else 'run '}] {what}", flush=True)
+        if dry_run:
+            continue
+        if command is None:
+            record = write_unseen_sentences()
+            done.parent.mkdir(parents=True, exist_ok=True)
+            done.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            continue
+        subprocess.run([sys.executable, *command], check=True, cwd=REPO)
+        if what.endswith(": MLM"):  # the arm's record, kept beside its scores (the weights stay in runs/)
+            arm = what.split()[1]
+            for name in ("SOURCE.md", "loss_curve.csv"):
+                target = RESULTS / "arms" / arm / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(REPO / arm_folder(arm) / name, target)
+    if not dry_run:
+        write_report()
+    return 0
+
+
+def cells_of(label: str, lwap_grid: tuple[Grid, str] | None) -> dict[str, dict | None]:
+    rows = {p: plain_row(RESULTS, RUNS, label, p, "") for p in POOLINGS}
+    if lwap_grid is not None:
+        grid, backbone = lwap_grid
+        rows |= {f"lwap {p}": lwap_row(grid, backbone, p) for p in POOLINGS}
+    return rows
+
+
+def report() -> str:
+    lines = [
+        f"# Issue 50's experiments on {NAME}'s unsupervised failure",
+        "",
+        "Made by `python benchmarks/backbone/unsup_experiments.py report` (the plan and how it is read:",
+        'docs/COMPARE.md, "The paper\'s claims measured fairly", item 4). Unsupervised SimCSE, seed 0; Avg.',
+        "(all): the seven STS tasks, Spearman × 100; STS-B dev × 100 at step 0 → the kept step; at the last.",
+        "",
+        "## (b) Unseen sentences: SNLI (S) against as many Wikipedia sentences (W), the plain loop",
+        "",
+    ]
+    record_file = RESULTS / "unseen" / "sentences.json"
+    if record_file.is_file():
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+        snli, wiki = record["snli"]["sentences"], record["wiki"]["sentences"]
+        lines += [
+            f"S: {snli:,} sentences ({record['snli_distinct']:,} distinct in the mirror's SNLI pairs, "
+            f"{record['snli_removed_as_evaluation']} in an evaluation set); W: the mirror's first {wiki:,} "
+            f"Wikipedia lines. The bar: {BAR:.2f} (every untouched row of the shipped backbone + 5).",
+            "",
+        ]
+    lines += ["| run | `cls` Avg. (all) | `cls` STS-B dev | `mean` Avg. (all) | `mean` STS-B dev |"]
+    lines += ["| --- | --- | --- | --- | --- |"]
+    for label, words in (("unseen/snli", "S: SNLI, unseen"), ("unseen/wiki", "W: Wikipedia, seen ~4.7×")):
+        rows = cells_of(label, None)
+        lines.append(f"| {words} | {' | '.join(row_cells(rows, POOLINGS))} |")
+    lines += ["", "## (a) Dropout adaptation: 8 M more MLM tokens at dropout 0.1 and at 0", ""]
+    lines += ["| arm | untouched rows (mean / [CLS] / first-last) | bar (+5) | run | `cls` Avg. (all) | "
+              "`cls` STS-B dev | `mean` Avg. (all) | `mean` STS-B dev | both clear the bar |"]  # fmt: skip
+    lines += ["|" + " --- |" * 9]
+    for arm in ARMS:
+        grid, folder = Grid(RESULTS / "arms" / arm, RUNS / "arms" / arm), arm_folder(arm)
+        try:
+            untouched = [
+                read(grid.reference_file(folder, p))["scores"]["avg_all"] for p in UNTOUCHED_POOLINGS
+            ]
+        except Exception:  # not measured yet
+            untouched = []
+        bar = max(untouched) + GATE_MARGINS["unsup"] if untouched else None
+        shown = " / ".join(f"{u:.2f}" for u in untouched) or "not run yet"
+        for run_label, rows in (
+            ("lwap's trainer (`long`)", {p: lwap_row(grid, folder, p) for p in POOLINGS}),
+            ("plain loop", {p: plain_row(RESULTS, RUNS, f"arms/{arm}/plain", p, "") for p in POOLINGS}),
+        ):
+            done = all(rows.values()) and bar is not None
+            verdict = (
+                ("**yes**" if all(r["avg_all"] >= bar for r in rows.values()) else "no") if done else "—"
+            )
+            bar_text = f"{bar:.2f}" if bar is not None else "—"
+            lines.append(
+                f"| {arm} | {shown} | {bar_text} | {run_label} | {' | '.join(row_cells(rows, POOLINGS))} "
+                f"| {verdict} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def row_cells(rows: dict[str, dict | None], keys: tuple[str, ...]) -> list[str]:
+    cells = []
+    for key in keys:
+        row = rows[key]
+        cells += [f"{row['avg_all']:.2f}", row["dev"]] if row else ["not run yet", "—"]
+    return cells
+
+
+def write_report() -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "EXPERIMENTS.md").write_text(report(), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run").add_argument("--dry-run", action="store_true", help="list what is left")
+    sub.add_parser("report")
+    a = parser.parse_args(argv)
+    if a.command == "run":
+        return run(a.dry_run)
+    write_report()
+    print((RESULTS / "EXPERIMENTS.md").read_text(encoding="utf-8"), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
