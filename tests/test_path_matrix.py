@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -45,6 +46,7 @@ from path_matrix import (
 from lwap.cli import build_parser, main
 from lwap.train.config import all_keys
 
+TARGET = {target.name: target for target in TARGETS}
 NOT_UTF8 = b"\xff\xfe Latin-1, not UTF-8: caf\xe9\n"
 # a tqdm bar that a library drew before the failure (datasets' "Generating train split: 0 examples
 # [00:00, ? examples/s]"): progress, not a second error line
@@ -107,6 +109,7 @@ class World:
         _write_beir(root / "beir", gz=True)
         _write_mirror(root / "data")
         _write_text(root / "train.txt", TRAIN_SENTENCES)
+        self.make_valid(TARGET["mine PAIRS"], root / "pairs.csv")
 
     def make_valid(self, target: Target, path: Path, *, gz: bool = False) -> None:
         """A valid `target` at `path` (input folders with a .gz inside when `gz`)."""
@@ -130,6 +133,14 @@ class World:
             _write_text(path, SENTENCES)
         elif target.dest == "data.train":
             _write_text(path, TRAIN_SENTENCES)
+        elif target.dest == "eval.dev":
+            rows = [f"{a}\t{b}\t{i % 5}" for i, (a, b) in enumerate(itertools.pairwise(SENTENCES))]
+            _write_text(path, ["sentence1\tsentence2\tscore", *rows])
+        elif target.dest == "pairs":
+            pairs = itertools.pairwise(TRAIN_SENTENCES)
+            _write_text(path, ["sent0,sent1", *(f"{a},{b}" for a, b in pairs)])
+        elif target.dest == "corpus":
+            _write_text(path, SENTENCES)
         elif target.dest == "config":
             path.write_text(yaml.safe_dump(self.config()), encoding="utf-8")
         else:
@@ -144,7 +155,7 @@ class World:
             "objective": {"name": "unsup_simcse"},
             # 2 steps: resuming the valid checkpoint (step 1) still reaches the loop
             "training": {"max_steps": 2, "per_device_batch_size": 4, "progress_bar": False},
-            "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
+            "eval": {"dev": None, "keep_best": False, "before_training": False},
         }
         for key, value in paths.items():
             section, name = key.split(".")
@@ -171,6 +182,12 @@ class World:
             return argv + (["--output", slots["output"]] if "output" in slots else []), env
         if target.command == "card":
             return ["card", value], env
+        if target.command == "mine":
+            slots = {"pairs": str(self.root / "pairs.csv"), "model": str(self.tiny_lwap)}
+            slots |= {"corpus": str(self.root / "in.txt"), "output": str(self.root / "mined.csv")}
+            slots[target.dest] = value
+            argv = ["mine", slots["pairs"], "--model", slots["model"], "--output", slots["output"]]
+            return [*argv, "--corpus", slots["corpus"], "--relative-margin", "-1"], env
         config = self.root / "config.yaml"
         if target.dest == "config":
             config = path
@@ -372,6 +389,9 @@ def check_works(world: World, target: Target, path: Path, capfd, monkeypatch) ->
             assert np.load(world.root / "out.npy").shape == (rows, 32)
         if target.command == "eval" and target.dest == "output":
             assert (path / "results.json").is_file()
+        if target.command == "mine":
+            mined = path if target.dest == "output" else world.root / "mined.csv"
+            assert mined.read_text(encoding="utf-8").startswith("sent0,sent1,hard_neg\n")
     after = snapshot(world.root)
     assert {key: after.get(key) for key in before} == before, "a file that existed before was changed"
     assert not [key for key in after if ".partial-" in key], "a temporary file was left behind"

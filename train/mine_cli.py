@@ -144,7 +144,12 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"lwap mine: {result.pairs:,} pairs, {result.candidates:,} candidate texts; wrote {result.rows:,} "
         f"rows with {options.num_negatives} hard negative(s) each to {args.output} in {result.seconds:.0f} s"
-        + (f" ({dropped:,} pairs left out: too few candidates passed the guards)" if dropped > 0 else ""),
+        + (
+            f" ({dropped:,} fewer rows than pairs: repeated pairs are merged, and a pair with fewer than "
+            f"{options.num_negatives} negative(s) past the guards is left out)"
+            if dropped > 0
+            else ""
+        ),
         flush=True,
     )
     keys = " ".join(f"--set '{key}'" for key in training_keys(args.output, options.num_negatives))

@@ -195,6 +195,7 @@ def write_mined(mined: Any, path: Path, k: int) -> list[str]:
     columns = [ANCHOR, POSITIVE, *negative_columns(k)]
     sources = ["anchor", "positive", *(f"negative_{i}" for i in range(1, k + 1))]
     gz = path.name.lower().endswith(".gz")
+    path.parent.mkdir(parents=True, exist_ok=True)  # check_output found it writable
     with (
         atomic_path(path) as partial,
         _opened(partial, gz) as raw,
