@@ -87,6 +87,16 @@ def test_stsb_is_the_default_and_the_old_key_still_loads() -> None:
     assert eval_section(stsb_dev=True, dev="my/dev.tsv").dev == "my/dev.tsv"
 
 
+def test_every_shipped_config_still_takes_the_old_override() -> None:
+    """`--set eval.stsb_dev=false` (benchmarks/speedbench, users' scripts) on a config that shows `dev: stsb`."""
+    from lwap.config_files import resolve_config
+    from lwap.train.config import load_config
+
+    overrides = ["eval.stsb_dev=false", "eval.keep_best=false"]
+    assert load_config(resolve_config("quickstart"), overrides).eval.dev is None
+    assert load_config(resolve_config("quickstart"), ["eval.dev=my/dev.tsv"]).eval.dev == "my/dev.tsv"
+
+
 @pytest.mark.parametrize(
     ("keys", "says"),
     [

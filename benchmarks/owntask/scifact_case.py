@@ -322,6 +322,57 @@ def run(case: Case, poolers: list[str], seeds: list[int]) -> None:
                     one_run(case, pooler, negatives, selection, seed)
 
 
+# --- size ------------------------------------------------------------------------------------------------
+
+
+def size(case: Case, steps: int) -> dict[str, Any]:
+    """Measure what one run costs and estimate the grid: a `steps`-step training of lwap-native on the pairs
+    kept by the dev folder (its dev evaluations every `steps // 2` steps), and the backbone's scoring (the
+    grid's baseline file, so not wasted). Training and scoring times scale to the budget's steps and dev
+    evaluations; runs whose kept weights match another's share its scoring, which the estimate ignores."""
+    make_files(case.user.folder)  # not the mined file: this run trains on the pairs
+    baseline(case)
+    scoring = json.loads((case.results / "runs" / "backbone.json").read_text(encoding="utf-8"))[
+        "eval_seconds"
+    ]
+    config = train_config(case, "lwap-native", "none", "dev", 0)
+    config["training"]["max_steps"] = steps
+    config["eval"]["eval_steps"] = config["output"]["save_steps"] = max(1, steps // 2)
+    out = case.work / "size" / "run"
+    config["output"].update(dir=str(out), overwrite=True)
+    from lwap.train.config import config_from_dict, dump_config
+
+    path = case.work / "size" / "run.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_config(config_from_dict(config, "size")), encoding="utf-8")
+    run_logged(lwap("train", str(path)), case.work / "size" / "run.log")
+    summary = json.loads((out / "train_summary.json").read_text(encoding="utf-8"))
+    evaluations = len(summary["dev_scores_by_step"])
+    per_eval = summary["eval_seconds"] / max(1, evaluations - 1)  # the step-0 one runs outside the loop timer
+    per_step = (summary["train_loop_seconds"] - summary["eval_seconds"]) / steps
+    examples = summary["train_examples"]
+    budget_steps = int(case.budget["epochs"] * (examples // case.budget["per_device_batch_size"]))
+    budget_evals = budget_steps // case.budget["eval_steps"] + 1
+    training = per_step * budget_steps + per_eval * budget_evals + 30  # + loading and saving
+    runs = len(POOLERS) * len(NEGATIVES) * len(SELECTIONS) * len(SEEDS)
+    estimate = {
+        "measured": {
+            "steps": steps,
+            "seconds_per_step": round(per_step, 1),
+            "seconds_per_dev_evaluation": round(per_eval, 1),
+            "scoring_seconds": scoring,
+            "load_average": os.getloadavg(),
+        },
+        "budget_steps": budget_steps,
+        "budget_dev_evaluations": budget_evals,
+        "run_seconds": round(training + scoring),
+        "runs": runs,
+        "grid_hours": round(runs * (training + scoring) / 3600, 1),
+    }
+    write_json(case.results / "size.json", estimate)
+    return estimate
+
+
 # --- report ------------------------------------------------------------------------------------------------
 
 
@@ -444,16 +495,19 @@ def report_text(case: Case) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("prepare", "run", "report"))
+    parser.add_argument("command", choices=("prepare", "size", "run", "report"))
     parser.add_argument("--smoke", action="store_true", help="the whole pipeline at a tiny budget")
     parser.add_argument("--work", type=Path, default=REPO / "outputs" / "owntask")
     parser.add_argument("--poolers", nargs="+", choices=tuple(POOLERS), default=None)
     parser.add_argument("--seeds", nargs="+", type=int, default=None)
+    parser.add_argument("--steps", type=int, default=10, help="size: the steps of the measured run")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     case = Case(args.work, args.smoke)
     if args.command == "prepare":
         print(json.dumps(prepare(case)))
+    elif args.command == "size":
+        print(json.dumps(size(case, args.steps), indent=1))
     elif args.command == "run":
         poolers = args.poolers or (["lwap-native"] if args.smoke else list(POOLERS))
         run(case, poolers, args.seeds or ([0] if args.smoke else list(SEEDS)))
