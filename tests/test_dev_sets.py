@@ -88,7 +88,7 @@ def test_stsb_is_the_default_and_the_old_key_still_loads() -> None:
 
 
 def test_every_shipped_config_still_takes_the_old_override() -> None:
-    """`--set eval.stsb_dev=false` (benchmarks/speedbench, users' scripts) on a config that shows `dev: stsb`."""
+    """`--set eval.stsb_dev=false` (benchmarks/speedbench, scripts) on a config that shows `dev: stsb`."""
     from lwap.config_files import resolve_config
     from lwap.train.config import load_config
 

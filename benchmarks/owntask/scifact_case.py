@@ -18,9 +18,10 @@ Pre-registered (written before any full run; the grid's numbers change nothing h
 - **Training.** Supervised SimCSE (`lwap train`, in-batch negatives, τ 0.05) from all-MiniLM-L6-v2 on
   `pairs.csv` (no hard negatives) or `mined.csv` (one each), poolers `lwap` with `lwap_start: native`,
   `mean` (the backbone's own) and the paper's `lwap` (random head). Budget, the same for every run
-  (`BUDGET`): 2 epochs of batch 32 (40 steps), lr 2e-5 linear, bf16, 128 tokens in training, seeds 0 1 2.
-- **Selection.** The dev set is evaluated before training and every 5 steps; the best step is kept (step 0
-  competes): `eval.dev: <the dev folder>` (nDCG@10; its corpus encoded at 128 tokens in bf16 per
+  (`BUDGET`): 2 epochs of batch 32 (about 46 steps), lr 2e-5 linear, bf16, 128 tokens in training, seeds
+  0 1 2.
+- **Selection.** The dev set is evaluated before training, every 10 steps and at the end; the best step is
+  kept (step 0 competes): `eval.dev: <the dev folder>` (nDCG@10; its corpus encoded at 128 tokens in bf16 per
   evaluation) against `eval.dev: stsb` (STS-B dev Spearman, lwap's default, as SimCSE).
 - **Scores.** Each kept model by `lwap eval` (fp32): SciFact test nDCG@10 (300 claims, the whole corpus)
   and the 7 STS tasks (SentEval data, Spearman × 100, their average), and the untouched backbone once.
@@ -71,7 +72,7 @@ BUDGET = {
     "per_device_batch_size": 32,
     "learning_rate": 2e-5,
     "max_seq_length": 128,
-    "eval_steps": 5,
+    "eval_steps": 10,
     "dev_max_seq_length": 128,
     "mine_max_seq_length": 256,
 }
@@ -348,11 +349,13 @@ def size(case: Case, steps: int) -> dict[str, Any]:
     run_logged(lwap("train", str(path)), case.work / "size" / "run.log")
     summary = json.loads((out / "train_summary.json").read_text(encoding="utf-8"))
     evaluations = len(summary["dev_scores_by_step"])
-    per_eval = summary["eval_seconds"] / max(1, evaluations - 1)  # the step-0 one runs outside the loop timer
+    per_eval = summary["eval_seconds"] / max(1, evaluations)  # the loop's timer holds step 0's evaluation too
     per_step = (summary["train_loop_seconds"] - summary["eval_seconds"]) / steps
     examples = summary["train_examples"]
     budget_steps = int(case.budget["epochs"] * (examples // case.budget["per_device_batch_size"]))
-    budget_evals = budget_steps // case.budget["eval_steps"] + 1
+    budget_evals = (
+        budget_steps // case.budget["eval_steps"] + 1 + bool(budget_steps % case.budget["eval_steps"])
+    )
     training = per_step * budget_steps + per_eval * budget_evals + 30  # + loading and saving
     runs = len(POOLERS) * len(NEGATIVES) * len(SELECTIONS) * len(SEEDS)
     estimate = {
