@@ -67,35 +67,41 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=REPO / "outputs" / "owntask")
     parser.add_argument("--configs", nargs="+", default=["fp32:256", "bf16:128"], metavar="PRECISION:LENGTH")
     args = parser.parse_args()
-    files = make_files(args.work / "user")
+    files = make_files(args.work / "full" / "user")  # the SciFact case's own pairs (scifact_case.py)
     corpus = scifact_folder()
     rows = []
+    load_at_start = os.getloadavg()
     for config in args.configs:
         precision, length = config.split(":")
-        output = args.work / "mine-cost" / f"mined-{precision}-{length}.csv"
+        output = args.work / "full" / "mine-cost" / f"mined-{precision}-{length}.csv"
         output.parent.mkdir(parents=True, exist_ok=True)
         print(f"lwap mine, {precision}, {length} tokens ...", flush=True)
         figures = measured(
             mine_command(files.pairs, corpus, output, precision, int(length)), output.with_suffix(".log")
         )
-        rows.append({"precision": precision, "max_seq_length": int(length), **figures})
+        said = output.with_suffix(".log").read_text(encoding="utf-8").splitlines()
+        summary = next((line for line in said if line.startswith("lwap mine: ") and " wrote " in line), "")
+        rows.append({"precision": precision, "max_seq_length": int(length), **figures, "lwap_mine": summary})
         print(f"  {figures['seconds']:.0f} s, peak {figures['peak_rss_mib']:.0f} MiB", flush=True)
+    import csv
     import json
 
     import torch
 
     from lwap.files import write_json_atomically
 
-    pairs = sum(1 for _ in files.pairs.open(encoding="utf-8")) - 1
+    with files.pairs.open(newline="", encoding="utf-8") as handle:
+        pairs = sum(1 for _ in csv.reader(handle)) - 1
     result = {
         "what": "lwap mine: SciFact training pairs vs the whole SciFact corpus, all-MiniLM-L6-v2, 1 negative",
         "pairs_file": str(files.pairs),
-        "pairs_lines": pairs,
+        "pairs": pairs,
         "corpus": str(corpus),
         "runs": rows,
         "machine": {
             "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
+            "load_average_at_start": load_at_start,  # other work on the machine slows every figure
             "load_average_at_end": os.getloadavg(),
             "platform": platform.platform(),
             "torch": torch.__version__,
