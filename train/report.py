@@ -73,7 +73,11 @@ def plot_curves(
         if kept:
             score_axis.scatter([kept_step], kept, marker="*", s=200, color="black", zorder=3)
             score_axis.annotate(
-                f"kept: step {kept_step}", (kept_step, kept[0]), textcoords="offset points", xytext=(6, -12)
+                f"kept: step {kept_step}",
+                (kept_step, kept[0]),
+                textcoords="offset points",
+                xytext=(-8, -14),
+                ha="right",
             )
     score_axis.set_ylabel(f"{dev_name} (cosine; selects the kept step)", color="tab:red")
     loss_axis.set_title(title)
