@@ -328,7 +328,7 @@ def run(case: Case, poolers: list[str], seeds: list[int]) -> None:
 
 def size(case: Case, steps: int) -> dict[str, Any]:
     """Measure what one run costs and estimate the grid: a `steps`-step training of lwap-native on the pairs
-    kept by the dev folder (its dev evaluations every `steps // 2` steps), and the backbone's scoring (the
+    kept by the dev folder (its dev evaluated before and after), and the backbone's scoring (the
     grid's baseline file, so not wasted). Training and scoring times scale to the budget's steps and dev
     evaluations; runs whose kept weights match another's share its scoring, which the estimate ignores."""
     make_files(case.user.folder)  # not the mined file: this run trains on the pairs
@@ -338,7 +338,9 @@ def size(case: Case, steps: int) -> dict[str, Any]:
     ]
     config = train_config(case, "lwap-native", "none", "dev", 0)
     config["training"]["max_steps"] = steps
-    config["eval"]["eval_steps"] = config["output"]["save_steps"] = max(1, steps // 2)
+    config["eval"]["eval_steps"] = config["output"]["save_steps"] = (
+        steps  # two dev evaluations: 0 and the end
+    )
     out = case.work / "size" / "run"
     config["output"].update(dir=str(out), overwrite=True)
     from lwap.train.config import config_from_dict, dump_config
@@ -503,7 +505,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=REPO / "outputs" / "owntask")
     parser.add_argument("--poolers", nargs="+", choices=tuple(POOLERS), default=None)
     parser.add_argument("--seeds", nargs="+", type=int, default=None)
-    parser.add_argument("--steps", type=int, default=10, help="size: the steps of the measured run")
+    parser.add_argument("--steps", type=int, default=4, help="size: the steps of the measured run")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     case = Case(args.work, args.smoke)
