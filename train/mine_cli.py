@@ -47,7 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip the N most similar candidates (likely unlabelled positives)",
     )
     parser.add_argument(
-        "--range-max", type=int, default=None, help="consider only the N most similar candidates"
+        "--range-max",
+        type=int,
+        default=None,
+        help="consider only the N most similar candidates (default: --range-min + 100, or + 10 x k if more)",
     )
     parser.add_argument(
         "--relative-margin",

@@ -31,6 +31,10 @@ from lwap.train.config import DataConfig
 OUTPUT_SUFFIXES = (".csv", ".csv.gz")
 ANCHOR, POSITIVE = "sent0", "sent1"  # DataConfig's default columns: a supervised config reads them as is
 SIMILARITY_BUDGET = 2**26  # scores held at once (256 MiB of fp32): bounds mine_hard_negatives' chunks
+# candidates looked at past --range-min when --range-max is not given. sentence-transformers' own default
+# window is range_min + 10 k + the most positives of an anchor: on a corpus of near neighbours that window
+# can lie wholly inside the margin (SciFact: a fifth of the pairs got no negative), and the pair is lost
+WINDOW = 100
 
 
 def negative_columns(k: int) -> list[str]:
@@ -163,6 +167,7 @@ def mine(
     from sentence_transformers.util import mine_hard_negatives
 
     candidates = len(set(pairs["positive"]) | set(corpus or ()))
+    window = options.range_max or options.range_min + max(WINDOW, 10 * options.num_negatives)
     random.seed(options.seed)  # sampling "random" draws from Python's generator
     with forward_in(model, options.precision):
         mined = mine_hard_negatives(
@@ -172,7 +177,7 @@ def mine(
             positive_column_name="positive",
             corpus=list(corpus) if corpus is not None else None,
             range_min=options.range_min,
-            range_max=options.range_max,
+            range_max=window,
             max_score=options.max_score,
             absolute_margin=options.absolute_margin,
             relative_margin=options.relative_margin,
