@@ -39,14 +39,20 @@ def embed(text: str) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-def by_hand(k: int, range_min: int, relative_margin: float | None) -> dict[str, list[str]]:
+def by_hand(
+    k: int,
+    range_min: int,
+    relative_margin: float | None,
+    pairs: list[tuple[str, str]] = PAIRS,
+    corpus: list[str] = CORPUS,
+) -> dict[str, list[str]]:
     """The rule of `lwap mine`, computed here: per anchor, the candidates (corpus and every positive, minus
     the anchor's own positives and the anchor's text) by cosine, less those above
     min(positive score) - |that| x margin, less the `range_min` best, the top k."""
-    candidates = list(dict.fromkeys(CORPUS + [p for _, p in PAIRS]))
+    candidates = list(dict.fromkeys(corpus + [p for _, p in pairs]))
     negatives = {}
-    for anchor in dict.fromkeys(a for a, _ in PAIRS):
-        positives = [p for a, p in PAIRS if a == anchor]
+    for anchor in dict.fromkeys(a for a, _ in pairs):
+        positives = [p for a, p in pairs if a == anchor]
         floor = min(float(embed(anchor) @ embed(p)) for p in positives)
         scored = [
             (float(embed(anchor) @ embed(c)), c) for c in candidates if c not in positives and c != anchor
@@ -120,6 +126,33 @@ def test_negatives_follow_the_guards_worked_out_by_hand(
     assert f"wrote {len(PAIRS)} rows with {k} hard negative(s)" in printed
     if k > 1:
         assert f"--set 'data.hard_negative_columns=[{','.join(negatives)}]'" in printed
+
+
+def test_pairs_with_nothing_in_the_window_are_mined_again_over_every_candidate(
+    fruit_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first window of one candidate (sentence-transformers looks at 2 more, for the positives): apple's 3
+    most similar texts are all within the margin; the second pass over all candidates finds what the
+    rule by hand finds, from cached embeddings."""
+    from lwap.train import mining
+
+    monkeypatch.setattr(mining, "default_window", lambda options: options.range_min + 1)
+    pair = [("apple", "apple apple banana")]  # 0.894
+    near = ["apple apple apple apple banana", "apple apple apple banana", "apple apple cherry"]  # .97 .95 .89
+    candidates = [*near, "apple banana", "banana cherry"]  # 0.707 (the one past the margin), 0
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("sent0,sent1\n" + "".join(f"{a},{p}\n" for a, p in pair), encoding="utf-8")
+    corpus, out = tmp_path / "corpus.txt", tmp_path / "mined.csv"
+    corpus.write_text("\n".join(candidates) + "\n", encoding="utf-8")
+    argv = ["mine", str(pairs), "--model", str(fruit_folder), "--output", str(out), "--corpus", str(corpus)]
+    assert main(argv) == 0
+    expected = by_hand(1, 0, 0.05, pair, candidates)
+    assert expected == {"apple": ["apple banana"]}
+    assert read_rows(out)[1] == [["apple", "apple apple banana", "apple banana"]]
+    printed = capsys.readouterr().out
+    assert "1 pairs got no negative in the 1 most similar candidates; looking again over all 6" in printed
+    assert "[Cache] Loaded corpus embeddings" in printed  # the corpus was not encoded twice
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".lwap-mine-")]  # the cache is gone
 
 
 def test_a_mined_file_trains_as_it_is(

@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--range-max",
         type=int,
         default=None,
-        help="consider only the N most similar candidates (default: --range-min + 100, or + 10 x k if more)",
+        help="consider only the N most similar candidates (default: every candidate: the 100 most similar "
+        "past --range-min, then all for a pair that found no negative there)",
     )
     parser.add_argument(
         "--relative-margin",

@@ -7,8 +7,9 @@ candidates are skipped (a rank window up to `range_max`), and a candidate scorin
 anchor's positive (`absolute_margin`, or `relative_margin` as a share of the positive's score: NV-Retriever's
 TopK-PercPos, 0.05 by default) or above `max_score` is no negative. lwap adds what it lacks for a training
 file: every training format in (lwap.train.data's readers), candidates from a corpus file or BEIR folder,
-bf16 encoding with fp32 scores, a similarity matrix bounded in memory, and the result written, atomically,
-as the CSV `lwap train` reads as it is (`sent0, sent1, hard_neg`, or `hard_neg_1..k` for k negatives).
+a window of every candidate unless bounded (`mine`: a second pass from cached embeddings), bf16 encoding
+with fp32 scores, a similarity matrix bounded in memory, and the result written, atomically, as the CSV
+`lwap train` reads as it is (`sent0, sent1, hard_neg`, or `hard_neg_1..k` for k negatives).
 """
 
 from __future__ import annotations
@@ -160,35 +161,82 @@ def forward_in(model: Any, precision: str) -> Iterator[None]:
         del model.forward
 
 
+def default_window(options: MiningOptions) -> int:
+    """The first pass's candidates without --range-max: `WINDOW` past --range-min, 10 per negative if more."""
+    return options.range_min + max(WINDOW, 10 * options.num_negatives)
+
+
 def mine(
-    pairs: Any, model: Any, options: MiningOptions, corpus: Sequence[str] | None = None
+    pairs: Any,
+    model: Any,
+    options: MiningOptions,
+    corpus: Sequence[str] | None = None,
+    scratch: Path | None = None,
 ) -> tuple[Any, int]:
-    """(mined dataset with columns anchor, positive, negative_1..k; number of candidate texts)."""
+    """(mined dataset with columns anchor, positive, negative_1..k; number of candidate texts).
+
+    Without `range_max`, the window is in effect every candidate, at the cost of the first `WINDOW`: the
+    pairs that got no negative there (the model ranks their positive below the whole window, so every
+    candidate in it is within the margin) are mined again over all candidates, from embeddings cached in
+    a temporary folder under `scratch` (mine_hard_negatives' `cache_folder`: the corpus is not encoded
+    twice). A pair is left out only where no candidate at all passes the guards.
+    """
+    import tempfile
+
+    # the very candidate list mine_hard_negatives builds (corpus, then positives, de-duplicated): the
+    # same list in both passes, so the second finds the first's cached corpus embeddings
+    candidates = list(dict.fromkeys([*(corpus or ()), *pairs["positive"]]))
+    window = options.range_max or default_window(options)
+    random.seed(options.seed)  # sampling "random" draws from Python's generator
+    with (
+        tempfile.TemporaryDirectory(prefix=".lwap-mine-", dir=scratch) as cache,
+        forward_in(model, options.precision),
+    ):
+        mined = _mine_once(pairs, model, options, candidates, window, cache)
+        if options.range_max is None and window < len(candidates):
+            found = set(zip(mined["anchor"], mined["positive"], strict=True))
+            again = [
+                i
+                for i, pair in enumerate(zip(pairs["anchor"], pairs["positive"], strict=True))
+                if pair not in found
+            ]
+            if again:
+                print(
+                    f"lwap mine: {len(again):,} pairs got no negative in the {window} most similar "
+                    f"candidates; looking again over all {len(candidates):,}",
+                    flush=True,
+                )
+                from datasets import concatenate_datasets
+
+                more = _mine_once(pairs.select(again), model, options, candidates, len(candidates), cache)
+                mined = concatenate_datasets([mined, more]) if len(more) else mined
+    return mined, len(candidates)
+
+
+def _mine_once(
+    pairs: Any, model: Any, options: MiningOptions, candidates: list[str], window: int, cache: str
+) -> Any:
     from sentence_transformers.util import mine_hard_negatives
 
-    candidates = len(set(pairs["positive"]) | set(corpus or ()))
-    window = options.range_max or options.range_min + max(WINDOW, 10 * options.num_negatives)
-    random.seed(options.seed)  # sampling "random" draws from Python's generator
-    with forward_in(model, options.precision):
-        mined = mine_hard_negatives(
-            pairs,
-            model,
-            anchor_column_name="anchor",
-            positive_column_name="positive",
-            corpus=list(corpus) if corpus is not None else None,
-            range_min=options.range_min,
-            range_max=window,
-            max_score=options.max_score,
-            absolute_margin=options.absolute_margin,
-            relative_margin=options.relative_margin,
-            num_negatives=options.num_negatives,
-            sampling_strategy=options.sampling,
-            output_format="n-tuple",  # every row has k negatives: a row with fewer is left out (counted)
-            batch_size=options.batch_size,
-            faiss_batch_size=max(1, min(16384, SIMILARITY_BUDGET // max(candidates, 1))),
-            verbose=True,
-        )
-    return mined, candidates
+    return mine_hard_negatives(
+        pairs,
+        model,
+        anchor_column_name="anchor",
+        positive_column_name="positive",
+        corpus=candidates,
+        range_min=options.range_min,
+        range_max=window,
+        max_score=options.max_score,
+        absolute_margin=options.absolute_margin,
+        relative_margin=options.relative_margin,
+        num_negatives=options.num_negatives,
+        sampling_strategy=options.sampling,
+        output_format="n-tuple",  # every row has k negatives: a row with fewer is left out (counted)
+        batch_size=options.batch_size,
+        faiss_batch_size=max(1, min(16384, SIMILARITY_BUDGET // max(len(candidates), 1))),
+        verbose=True,
+        cache_folder=cache,
+    )
 
 
 def _opened(path: Path, gz: bool) -> Any:
@@ -228,7 +276,8 @@ def mine_file(
     started = time.perf_counter()
     pairs = read_pairs(pairs_path, anchor_column, positive_column)
     corpus = read_corpus(corpus_path, corpus_column) if corpus_path is not None else None
-    mined, candidates = mine(pairs, model, options, corpus)
+    scratch = output.parent if output.parent.is_dir() else None  # the embeddings' cache: beside the output
+    mined, candidates = mine(pairs, model, options, corpus, scratch=scratch)
     if len(mined) == 0:
         raise DataError(
             f"{pairs_path}: no pair got {options.num_negatives} hard negative(s) past the guards "
