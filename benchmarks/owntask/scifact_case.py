@@ -13,12 +13,13 @@ Pre-registered (written before any full run; the grid's numbers change nothing h
   all. The other 647 claims give one (claim, cited abstract) pair per judgement: `pairs.csv`. The 300 test
   claims are not read until `lwap eval` scores the kept models.
 - **Mined negatives.** `lwap mine pairs.csv --model sentence-transformers/all-MiniLM-L6-v2 --corpus
-  <the whole SciFact corpus>`, its defaults (one negative, the top candidate past a 5% relative margin to
-  the positive, the claim's own cited abstracts never a negative), fp32, 256 tokens: `mined.csv`.
+  <the whole SciFact corpus>`, its defaults (one negative: the most similar candidate of the whole corpus
+  past a 5% relative margin to the positive, the claim's own cited abstracts never one), fp32, 256 tokens:
+  `mined.csv` (a pair with no candidate past the margin is left out: the run files count the rows).
 - **Training.** Supervised SimCSE (`lwap train`, in-batch negatives, τ 0.05) from all-MiniLM-L6-v2 on
   `pairs.csv` (no hard negatives) or `mined.csv` (one each), poolers `lwap` with `lwap_start: native`,
   `mean` (the backbone's own) and the paper's `lwap` (random head). Budget, the same for every run
-  (`BUDGET`): 2 epochs of batch 32 (about 46 steps), lr 2e-5 linear, bf16, 128 tokens in training, seeds
+  (`BUDGET`): 2 epochs of batch 32 (about 44 steps), lr 2e-5 linear, bf16, 128 tokens in training, seeds
   0 1 2.
 - **Selection.** The dev set is evaluated before training, every 10 steps and at the end; the best step is
   kept (step 0 competes): `eval.dev: <the dev folder>` (nDCG@10; its corpus encoded at 128 tokens in bf16 per
