@@ -410,6 +410,41 @@ def paired(
     return [figure(by[(*a, s)]) - figure(by[(*b, s)]) for s in seeds]
 
 
+def _cost(case: Case) -> list[str]:
+    """What one run and the grid cost, from `size` (size.json), and mining's cost (mine_cost.json)."""
+    lines = ["## Cost", ""]
+    size_file = case.results / "size.json"
+    if size_file.is_file():
+        size = json.loads(size_file.read_text(encoding="utf-8"))
+        m = size["measured"]
+        lines.append(
+            f"Measured by `scifact_case.py size` ({m['steps']} training steps of lwap-native on the "
+            f"pairs, kept by the dev folder, and the untouched backbone's scoring), on 2 CPUs shared with "
+            f"other jobs (load average {m['load_average'][1]:.1f}): {m['seconds_per_step']:.1f} s a training "
+            "step, "
+            f"{m['seconds_per_dev_evaluation']:.1f} s a dev-folder evaluation (1,000 documents, 128 tokens, "
+            f"bf16), {m['scoring_seconds'] / 60:.0f} min to score a model (7 STS tasks and SciFact test, "
+            f"fp32). A run of the budget ({size['budget_steps']} steps, {size['budget_dev_evaluations']} dev "
+            f"evaluations, its scoring) about {size['run_seconds'] / 60:.0f} min; the grid's {size['runs']} "
+            f"runs about {size['grid_hours']:.0f} h at that load, less where two runs keep identical weights "
+            "and share one scoring, and less on a quiet machine."
+        )
+        lines.append("")
+    mine_file = case.results / "mine_cost.json"
+    if mine_file.is_file() and not case.smoke:
+        mined = json.loads(mine_file.read_text(encoding="utf-8"))
+        figures = "; ".join(
+            f"{r['precision']} at {r['max_seq_length']} tokens {r['seconds']:.0f} s, peak "
+            f"{r['peak_rss_mib']:,.0f} MiB"
+            for r in mined["runs"]
+        )
+        lines += [
+            f"`lwap mine` on the {mined['pairs']} pairs and the whole corpus (`mine_cost.py`): {figures}.",
+            "",
+        ]
+    return lines if len(lines) > 2 else []
+
+
 def report_text(case: Case) -> str:
     runs = load_runs(case)
     base_file = case.results / "runs" / "backbone.json"
@@ -438,10 +473,11 @@ def report_text(case: Case) -> str:
         "python benchmarks/owntask/mine_cost.py                       # lwap mine's time and memory",
         "```",
         "",
+        *_cost(case),
         "## Results",
         "",
     ]
-    if not runs:
+    if not runs and base is None:
         lines += ["No runs yet: the grid has not been run (the commands above make it).", ""]
         return "\n".join(lines)
     lines += [
@@ -475,6 +511,9 @@ def report_text(case: Case) -> str:
                 lines.append(
                     f"| {pooler} | {negatives} | {label} | {len(group)} | {kept} | {search} | {sts} |"
                 )
+    if not runs:
+        lines += ["", "No grid runs yet: only the backbone is scored (the commands above make the rest).", ""]
+        return "\n".join(lines)
     lines += [
         "",
         "What keeping the dev folder's checkpoint (instead of STS-B dev's) gains on SciFact test and costs "
