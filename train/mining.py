@@ -46,8 +46,11 @@ def negative_columns(k: int) -> list[str]:
 def training_keys(output: str, k: int) -> list[str]:
     """The `--set` overrides a supervised config needs to train on the mined file."""
     keys = [f"data.train={output}"]
-    if k > 1:
-        keys.append(f"data.hard_negative_columns=[{','.join(negative_columns(k))}]")
+    if k > 1:  # the list replaces the one column, which a config showing every key sets explicitly
+        keys += [
+            f"data.hard_negative_columns=[{','.join(negative_columns(k))}]",
+            "data.hard_negative_column=null",
+        ]
     return keys
 
 
