@@ -21,6 +21,7 @@ from lwap.encoding import PRECISIONS
 from lwap.errors import ConfigError
 from lwap.eval.beir_data import BeirDataset, load_beir, load_scifact
 from lwap.eval.layer_profile import LayerAttentionRecorder
+from lwap.eval.pairs_data import DEFAULT_COLUMNS, is_pairs_file, load_scored_pairs, pairs_name
 from lwap.eval.search import score_search
 from lwap.eval.sts_data import STS_TASKS, VARIANTS, load_sts_task
 from lwap.eval.sts_scoring import AGGREGATIONS, score_sts_tasks
@@ -35,15 +36,20 @@ PROFILE_TASK = "stsb"  # the layer-attention profile is taken over the STS-B tes
 GEOMETRY_TASK = "stsb"  # alignment, uniformity and anisotropy: over STS-B test, as SimCSE
 
 
-def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path | None]]]:
-    """STS task names (in table order) and (name, folder) of search datasets; ConfigError for unknown names.
+def resolve_tasks(
+    tasks: Sequence[str],
+) -> tuple[list[str], list[tuple[str, Path | None]], list[tuple[str, Path]]]:
+    """STS task names (in table order), (name, folder) of search datasets and (name, file) of scored pairs
+    files; ConfigError for unknown names.
 
     The folder is None for a named dataset (`SEARCH_TASKS`), which its own reader finds.
 
-    A task is an STS name, `scifact`, a group (`sts`, `search`, `all`), or the path of a BEIR folder.
+    A task is an STS name, `scifact`, a group (`sts`, `search`, `all`), the path of a BEIR folder, or the
+    path of a scored pairs file (`lwap.eval.pairs_data`: a user's own pairs with similarity scores).
     """
     sts: set[str] = set()
     search: dict[str, Path | None] = {}
+    pairs: dict[str, Path] = {}
     valid = [*STS_TASKS, *SEARCH_TASKS, *TASK_GROUPS]
     for task in tasks:
         key = task.lower()
@@ -52,6 +58,9 @@ def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path
                 sts.add(name)
             elif name in SEARCH_TASKS:
                 search.setdefault(name, None)
+            elif is_pairs_file(Path(task)) and not Path(task).expanduser().is_dir():  # a pairs file
+                file = Path(task).expanduser()  # load_scored_pairs says if it is missing or empty
+                pairs[_unused_name(pairs_name(file), [*sts, *search, *pairs])] = file
             elif Path(task).expanduser().exists() or "/" in task or os.sep in task:  # a path: load_beir
                 folder = Path(task).expanduser()  # says if it is missing or not a folder
                 search[Path(os.path.abspath(folder)).name] = folder  # not resolve(): a link loop
@@ -60,11 +69,20 @@ def resolve_tasks(tasks: Sequence[str]) -> tuple[list[str], list[tuple[str, Path
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise ConfigError(
                     f"unknown task {task!r}{hint}; valid: {', '.join(valid)}, "
-                    "or the path of a BEIR-layout folder"
+                    "the path of a BEIR-layout folder or of a scored pairs file (.csv/.tsv[.gz])"
                 )
-    if not sts and not search:
+    if not sts and not search and not pairs:
         raise ConfigError("no tasks given")
-    return [t for t in STS_TASKS if t in sts], list(search.items())
+    return [t for t in STS_TASKS if t in sts], list(search.items()), list(pairs.items())
+
+
+def _unused_name(name: str, taken: Sequence[str]) -> str:
+    """`name`, or `name-2`, `name-3`, ... where another task already has it."""
+    candidate, number = name or "pairs", 1
+    while candidate in taken or candidate in STS_TASKS:
+        number += 1
+        candidate = f"{name}-{number}"
+    return candidate
 
 
 def _check_options(
@@ -124,6 +142,7 @@ def evaluate_model(
     device: str | None = None,
     trust_remote_code: bool = False,
     model_name: str | None = None,
+    pairs_columns: Sequence[str] = DEFAULT_COLUMNS,
     output_dir: str | os.PathLike[str] | None = None,
     show_progress_bar: bool = False,
     log: Callable[[str], None] | None = None,
@@ -132,8 +151,10 @@ def evaluate_model(
 
     Scores are × 100. STS: cosine Spearman on the test sets; `aggregation` picks which of `all`/`wmean`
     is each SemEval set's `score` (both are always reported with lwap's own scorer). Search: nDCG@10 is
-    the `score`. With `output_dir`, also writes results.json, results.md and, for an LWAP model, the
-    layer-attention PNG (`lwap.eval.report.write_outputs`). A folder is loaded by `lwap.load_model`
+    the `score`. A scored pairs file (a path among `tasks`, its columns `pairs_columns`) is scored as an
+    STS set: cosine Spearman × 100, lwap's own scorer (with `use_mteb` too). With `output_dir`, also
+    writes results.json, results.md and, for an LWAP model, the layer-attention PNG
+    (`lwap.eval.report.write_outputs`). A folder is loaded by `lwap.load_model`
     (what it may hold: `lwap.model_folder`); `trust_remote_code` is its opt-in to the folder's own code.
     """
     say = log or (lambda message: None)
@@ -146,7 +167,7 @@ def evaluate_model(
             Path(output_dir), folder=True, label=f"output {output_dir}", error=ConfigError, entries=written
         )
     started = time.perf_counter()
-    sts_names, search_specs = resolve_tasks(tasks)
+    sts_names, search_specs, pairs_specs = resolve_tasks(tasks)
 
     say("reading data")
     sts_tasks = [load_sts_task(name, variant) for name in sts_names]
@@ -154,6 +175,7 @@ def evaluate_model(
         SEARCH_TASKS[name]() if folder is None else load_beir(folder, name=name)
         for name, folder in search_specs
     ]
+    pairs_tasks = [load_scored_pairs(path, pairs_columns, name=name) for name, path in pairs_specs]
 
     if isinstance(model, SentenceTransformer):
         label = model_name or "in-memory model"
@@ -216,6 +238,20 @@ def evaluate_model(
                 model, data, batch_size=batch_size, precision=precision, show_progress_bar=show_progress_bar
             )
             timing[f"search_{data.name}"] = time.perf_counter() - tick
+    pairs_results: dict[str, dict] = {}
+    if pairs_tasks:
+        tick = time.perf_counter()
+        say(f"pairs: {', '.join(f'{t.name} ({t.pairs:,} pairs)' for t in pairs_tasks)}")
+        pairs_results = score_sts_tasks(
+            model,
+            pairs_tasks,
+            batch_size=batch_size,
+            precision=precision,
+            bootstrap=bootstrap,
+            seed=seed,
+            show_progress_bar=show_progress_bar,
+        )
+        timing["pairs"] = time.perf_counter() - tick
     if use_mteb and bootstrap:
         say("note: --bootstrap applies to lwap's own scorer only; ignored with mteb")
 
@@ -242,6 +278,7 @@ def evaluate_model(
         if sts_results
         else None,
         "search": search_results,
+        "pairs": pairs_results,
         "geometry": geometry,
         "layer_attention": recorder.profile() if recorder is not None else None,
         "timing_seconds": timing,

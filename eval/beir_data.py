@@ -38,8 +38,12 @@ class BeirDataset:
 
     def document_text(self, doc_id: str) -> str:
         """Title and text joined by a space, as BEIR's sentence-transformers models and mteb do."""
-        title, text = self.corpus[doc_id]
-        return f"{title} {text}".strip() if title else text.strip()
+        return document_text(*self.corpus[doc_id])
+
+
+def document_text(title: str, text: str) -> str:
+    """A document as search encodes it: title and text joined by a space (BEIR's models, mteb)."""
+    return f"{title} {text}".strip() if title else text.strip()
 
 
 def _find(folder: Path, stem: str) -> Path:
@@ -107,6 +111,38 @@ def load_beir(folder: str | Path, split: str = "test", name: str | None = None) 
     )
 
 
+def qrels_splits(folder: Path) -> list[str]:
+    """The splits a BEIR folder judges: the names of its `qrels/*.tsv` files."""
+    qrels = folder / "qrels"
+    return sorted(p.name[: -len(".tsv")] for p in qrels.glob("*.tsv")) if qrels.is_dir() else []
+
+
+def selection_split(folder: Path) -> str:
+    """The split a BEIR folder given as a dev set is read with: `dev` when it has `qrels/dev.tsv`, else its
+    one qrels file; DataError when it has none, or several and no `dev` (which one would be a guess)."""
+    splits = qrels_splits(folder)
+    if "dev" in splits or len(splits) == 1:
+        return "dev" if "dev" in splits else splits[0]
+    if not splits:
+        raise DataError(f"{folder}: no qrels/*.tsv (expected BEIR layout: qrels/dev.tsv for a dev set)")
+    raise DataError(
+        f"{folder}: qrels/ holds {', '.join(s + '.tsv' for s in splits)} and no dev.tsv: "
+        "name the dev split's file qrels/dev.tsv"
+    )
+
+
+def is_beir_folder(folder: Path) -> bool:
+    """Whether `folder` holds a BEIR corpus (`corpus.jsonl[.gz]`): what tells one from other folders."""
+    return folder.is_dir() and any((folder / name).exists() for name in ("corpus.jsonl", "corpus.jsonl.gz"))
+
+
+def read_corpus(folder: Path) -> dict[str, str]:
+    """A BEIR folder's documents by id, each as `BeirDataset.document_text` joins title and text (what
+    `lwap mine` draws negatives from: the very text the search tasks encode)."""
+    rows = _read_jsonl(_find(folder, "corpus.jsonl"), need_title=True)
+    return {doc_id: document_text(title, text) for doc_id, (title, text) in rows.items()}
+
+
 def load_scifact(split: str = "test") -> BeirDataset:
     """SciFact from the data mirror, else from BEIR's hub copy (users online, or a cached download)."""
     mirror = find_data_dir()
@@ -143,6 +179,8 @@ def load_beir_files(
     if unknown_docs:
         notes.append(f"{unknown_docs} judgements name documents missing from the corpus (count as misses)")
     judged = {qid: docs for qid, docs in qrels.items() if any(score > 0 for score in docs.values())}
+    if not judged:
+        raise DataError(f"{qrels_path}: no query has a positive judgement (every relevance score is <= 0)")
     if len(judged) < len(qrels):
         notes.append(f"{len(qrels) - len(judged)} queries have no positive judgement and are left out")
     queries = {qid: all_queries[qid] for qid in all_queries if qid in judged}

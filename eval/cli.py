@@ -24,7 +24,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=["all"],
         metavar="TASK",
         help="sts12 sts13 sts14 sts15 sts16 stsb sickr scifact, groups sts / search / all (default), "
-        "or the path of any BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/test.tsv)",
+        "the path of any BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/test.tsv), or of a "
+        "scored pairs file (.csv/.tsv[.gz] with a header: two texts and a score a row; cosine Spearman)",
+    )
+    parser.add_argument(
+        "--pairs-columns",
+        nargs=3,
+        default=["sentence1", "sentence2", "score"],
+        metavar=("TEXT1", "TEXT2", "SCORE"),
+        help="the columns of a scored pairs file given in --tasks (default: sentence1 sentence2 score)",
     )
     parser.add_argument(
         "--aggregation",
@@ -86,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         max_seq_length=args.max_seq_length,
         device=args.device,
         trust_remote_code=args.trust_remote_code,
+        pairs_columns=args.pairs_columns,
         output_dir=args.output,
         show_progress_bar=not args.no_progress,
         log=log,

@@ -6,31 +6,94 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+from sentence_transformers.sentence_transformer.evaluation import (
+    EmbeddingSimilarityEvaluator,
+    InformationRetrievalEvaluator,
+)
 
-from lwap.eval.sts_data import load_stsb
+from lwap.encoding import autocast
+from lwap.eval.beir_data import BeirDataset
+from lwap.eval.search import search_evaluator_arguments
+from lwap.eval.sts_data import StsPairs, load_stsb
 
 
-class InferenceLengthSimilarityEvaluator(EmbeddingSimilarityEvaluator):
-    """EmbeddingSimilarityEvaluator that encodes at the model's inference length, not its training length.
+class AtLengthAndPrecision:
+    """Mixin for a sentence-transformers evaluator: encode at `max_seq_length` (not the model's current,
+    training, length) and in `precision` (bf16: autocast on the model's device).
 
     Training truncates to e.g. 32 tokens for speed; SimCSE evaluates STS-B dev without that truncation,
-    and the saved model reads its full length, so model selection must score what will be saved.
+    and the saved model reads its full length, so model selection must score what will be saved. A long
+    dev corpus may be scored shorter and in bf16 (`eval.max_seq_length`, `eval.precision`) to stay cheap.
     """
 
-    def __init__(self, *args: Any, max_seq_length: int | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.max_seq_length = max_seq_length
+    max_seq_length: int | None = None
+    # not `precision`: EmbeddingSimilarityEvaluator has one of its own (quantized embeddings)
+    autocast_precision: str = "fp32"
 
     def __call__(self, model: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
-        if self.max_seq_length is None:
-            return super().__call__(model, *args, **kwargs)
         training_length = model.max_seq_length
-        model.max_seq_length = self.max_seq_length
+        if self.max_seq_length is not None:
+            model.max_seq_length = self.max_seq_length
         try:
-            return super().__call__(model, *args, **kwargs)
+            with autocast(self.autocast_precision, model.device):
+                return super().__call__(model, *args, **kwargs)  # type: ignore[misc]
         finally:
             model.max_seq_length = training_length
+
+
+class InferenceLengthSimilarityEvaluator(AtLengthAndPrecision, EmbeddingSimilarityEvaluator):
+    """EmbeddingSimilarityEvaluator at a given length and precision (`AtLengthAndPrecision`)."""
+
+    def __init__(
+        self, *args: Any, max_seq_length: int | None = None, precision: str = "fp32", **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_seq_length = max_seq_length
+        self.autocast_precision = precision
+
+
+class InferenceLengthRetrievalEvaluator(AtLengthAndPrecision, InformationRetrievalEvaluator):
+    """InformationRetrievalEvaluator at a given length and precision (`AtLengthAndPrecision`)."""
+
+    def __init__(
+        self, *args: Any, max_seq_length: int | None = None, precision: str = "fp32", **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_seq_length = max_seq_length
+        self.autocast_precision = precision
+
+
+def similarity_evaluator(
+    pairs: StsPairs, name: str, *, batch_size: int, max_seq_length: int | None, precision: str = "fp32"
+) -> InferenceLengthSimilarityEvaluator:
+    """Cosine Spearman of a scored pairs set (a user's dev file): its scores on any scale."""
+    return InferenceLengthSimilarityEvaluator(
+        pairs.sentences1,
+        pairs.sentences2,
+        list(pairs.scores),
+        main_similarity="cosine",
+        similarity_fn_names=["cosine"],
+        batch_size=batch_size,
+        name=name,
+        max_seq_length=max_seq_length,
+        precision=precision,
+    )
+
+
+def retrieval_evaluator(
+    dataset: BeirDataset, name: str, *, batch_size: int, max_seq_length: int | None, precision: str = "fp32"
+) -> InferenceLengthRetrievalEvaluator:
+    """nDCG@10, MRR@10, Recall@1/10/100 and MAP@100 of a BEIR set, as `lwap eval` scores search
+    (`lwap.eval.search`); the corpus is encoded once per evaluation."""
+    return InferenceLengthRetrievalEvaluator(
+        **search_evaluator_arguments(dataset),
+        batch_size=batch_size,
+        show_progress_bar=False,
+        write_csv=False,
+        name=name,
+        max_seq_length=max_seq_length,
+        precision=precision,
+    )
 
 
 class GeometrySimilarityEvaluator(InferenceLengthSimilarityEvaluator):
@@ -67,14 +130,18 @@ class GeometrySimilarityEvaluator(InferenceLengthSimilarityEvaluator):
 
 
 def stsb_evaluator(
-    split: str = "dev", variant: str = "senteval", batch_size: int = 128, max_seq_length: int | None = None
+    split: str = "dev",
+    variant: str = "senteval",
+    batch_size: int = 128,
+    max_seq_length: int | None = None,
+    precision: str = "fp32",
 ) -> EmbeddingSimilarityEvaluator:
     """Cosine-similarity Spearman on STS-B `split` (dev for model selection, as SimCSE), with the
     split's alignment, uniformity and anisotropy as extra metrics. Training passes `dev`: the test set
     never drives training, and `lwap eval` reports the test-set geometry.
 
     `max_seq_length`: encode at this length whatever the model's current setting (training passes the
-    backbone's inference length); None = the model's own.
+    backbone's inference length); None = the model's own. `precision`: fp32 or bf16 (autocast).
     """
     pairs = load_stsb(split, variant)
     return GeometrySimilarityEvaluator(
@@ -86,5 +153,6 @@ def stsb_evaluator(
         batch_size=batch_size,
         name=f"stsb-{split}",
         max_seq_length=max_seq_length,
+        precision=precision,
         gold=pairs.scores,
     )

@@ -24,6 +24,8 @@ def table_columns(results: dict[str, Any]) -> list[tuple[str, float, list[float]
     ]
     if results["sts"]:
         columns.append(("Avg.", results["sts_average"], None))
+    for name, entry in results.get("pairs", {}).items():  # a user's scored pairs files (not in Avg.)
+        columns.append((f"{name} (pairs)", entry["score"], entry.get("ci95")))
     for name, entry in results["search"].items():
         columns += [(f"{name} {label}", entry[key], None) for key, label in SEARCH_COLUMNS]
     geometry = results.get("geometry")

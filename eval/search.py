@@ -36,6 +36,25 @@ def _cosine_fp32(queries: torch.Tensor, documents: torch.Tensor) -> torch.Tensor
         return cos_sim(queries.float(), documents.float())
 
 
+def search_evaluator_arguments(dataset: BeirDataset) -> dict[str, Any]:
+    """`InformationRetrievalEvaluator`'s data and metric arguments for `dataset`: the same for `lwap eval`
+    and a BEIR dev set in training (`SEARCH_METRICS`, cosine in fp32, judgement score > 0 = relevant)."""
+    return {
+        "queries": dataset.queries,
+        "corpus": {doc_id: dataset.document_text(doc_id) for doc_id in dataset.corpus},
+        "relevant_docs": {
+            q: {d for d, score in docs.items() if score > 0} for q, docs in dataset.qrels.items()
+        },
+        "mrr_at_k": [10],
+        "ndcg_at_k": [10],
+        "accuracy_at_k": [1],
+        "precision_recall_at_k": [1, 10, 100],
+        "map_at_k": [100],
+        "score_functions": {"cosine": _cosine_fp32},
+        "main_score_function": "cosine",
+    }
+
+
 def score_search(
     model: SentenceTransformer,
     dataset: BeirDataset,
@@ -46,19 +65,10 @@ def score_search(
 ) -> dict:
     """Retrieval metrics × 100 over the judged queries of `dataset`, cosine similarity."""
     evaluator = InformationRetrievalEvaluator(
-        queries=dataset.queries,
-        corpus={doc_id: dataset.document_text(doc_id) for doc_id in dataset.corpus},
-        relevant_docs={q: {d for d, score in docs.items() if score > 0} for q, docs in dataset.qrels.items()},
-        mrr_at_k=[10],
-        ndcg_at_k=[10],
-        accuracy_at_k=[1],
-        precision_recall_at_k=[1, 10, 100],
-        map_at_k=[100],
+        **search_evaluator_arguments(dataset),
         batch_size=batch_size,
         show_progress_bar=show_progress_bar,
         write_csv=False,
-        score_functions={"cosine": _cosine_fp32},
-        main_score_function="cosine",
         name=dataset.name,
     )
     with autocast(precision, model.device):

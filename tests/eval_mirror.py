@@ -76,6 +76,7 @@ def write_beir(
     qrels: list[tuple[str, str, int]],
     gzip_corpus: bool = True,
     header: bool = True,
+    split: str = "test",
 ) -> Path:
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
     corpus = "".join(json.dumps(d) + "\n" for d in docs).encode()
@@ -86,7 +87,7 @@ def write_beir(
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
     lines = ["query-id\tcorpus-id\tscore"] if header else []
     lines += [f"{q}\t{d}\t{s}" for q, d, s in qrels]
-    (folder / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
 

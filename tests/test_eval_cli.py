@@ -170,3 +170,28 @@ def test_any_beir_folder_is_a_task(tmp_path) -> None:
     assert list(results["search"]) == ["fruit-search"] and results["sts"] == {}
     assert results["search"]["fruit-search"]["mrr@10"] == pytest.approx(50.0)  # cherry ranks 2nd
     assert "fruit-search nDCG@10" in format_table(results)
+
+
+def test_a_scored_pairs_file_is_a_task(tmp_path, capsys) -> None:
+    """A pairs file in `tasks` is scored by cosine Spearman against its own scores (known answer: the fruit
+    model's cosines to "apple" rank 1, 0.894, 0.707, 0 against gold ranks 4, 3, 1, 2: rho = 0.8)."""
+    from eval_mirror import fruit_model
+
+    path = tmp_path / "my-pairs.tsv"
+    rows = [("apple", "apple", 3), ("apple", "apple apple banana", 2), ("apple", "apple banana", 0)]
+    rows.append(("apple", "banana", 1))
+    path.write_text(
+        "left\tright\tjudged\n" + "".join(f"{a}\t{b}\t{s}\n" for a, b, s in rows), encoding="utf-8"
+    )
+    columns = ("left", "right", "judged")
+    results = evaluate_model(fruit_model(), [str(path)], pairs_columns=columns, model_name="fruit")
+    assert list(results["pairs"]) == ["my-pairs"] and results["sts"] == {} and results["search"] == {}
+    assert results["pairs"]["my-pairs"]["score"] == pytest.approx(80.0)
+    assert "my-pairs (pairs)" in format_table(results)
+    fruit = tmp_path / "fruit"
+    fruit_model().save(str(fruit))
+    argv = ["eval", str(fruit), "--tasks", str(path), "--no-progress", "--pairs-columns", *columns]
+    assert main(argv) == 0 and "my-pairs (pairs)" in capsys.readouterr().out
+    assert main(argv[:-4]) == 2  # the default columns (sentence1, sentence2, score) are not in this file
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing column(s) 'sentence1', 'sentence2', 'score'" in err[0], err

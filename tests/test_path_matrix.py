@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -48,6 +49,7 @@ from lwap.cli import build_parser, main
 from lwap.limits import JSON_FILE, LINE, YAML_FILE
 from lwap.train.config import all_keys
 
+TARGET = {target.name: target for target in TARGETS}
 NOT_UTF8 = b"\xff\xfe Latin-1, not UTF-8: caf\xe9\n"
 # a tqdm bar that a library drew before the failure (datasets' "Generating train split: 0 examples
 # [00:00, ? examples/s]"): progress, not a second error line
@@ -110,6 +112,7 @@ class World:
         _write_beir(root / "beir", gz=True)
         _write_mirror(root / "data")
         _write_text(root / "train.txt", TRAIN_SENTENCES)
+        self.make_valid(TARGET["mine PAIRS"], root / "pairs.csv")
 
     def make_valid(self, target: Target, path: Path, *, gz: bool = False) -> None:
         """A valid `target` at `path` (input folders with a .gz inside when `gz`)."""
@@ -133,6 +136,14 @@ class World:
             _write_text(path, SENTENCES)
         elif target.dest == "data.train":
             _write_text(path, TRAIN_SENTENCES)
+        elif target.dest == "eval.dev":
+            rows = [f"{a}\t{b}\t{i % 5}" for i, (a, b) in enumerate(itertools.pairwise(SENTENCES))]
+            _write_text(path, ["sentence1\tsentence2\tscore", *rows])
+        elif target.dest == "pairs":
+            pairs = itertools.pairwise(TRAIN_SENTENCES)
+            _write_text(path, ["sent0,sent1", *(f"{a},{b}" for a, b in pairs)])
+        elif target.dest == "corpus":
+            _write_text(path, SENTENCES)
         elif target.dest == "config":
             path.write_text(yaml.safe_dump(self.config()), encoding="utf-8")
         else:
@@ -147,7 +158,7 @@ class World:
             "objective": {"name": "unsup_simcse"},
             # 2 steps: resuming the valid checkpoint (step 1) still reaches the loop
             "training": {"max_steps": 2, "per_device_batch_size": 4, "progress_bar": False},
-            "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
+            "eval": {"dev": None, "keep_best": False, "before_training": False},
         }
         for key, value in paths.items():
             section, name = key.split(".")
@@ -174,6 +185,12 @@ class World:
             return argv + (["--output", slots["output"]] if "output" in slots else []), env
         if target.command == "card":
             return ["card", value], env
+        if target.command == "mine":
+            slots = {"pairs": str(self.root / "pairs.csv"), "model": str(self.tiny_lwap)}
+            slots |= {"corpus": str(self.root / "in.txt"), "output": str(self.root / "mined.csv")}
+            slots[target.dest] = value
+            argv = ["mine", slots["pairs"], "--model", slots["model"], "--output", slots["output"]]
+            return [*argv, "--corpus", slots["corpus"], "--relative-margin", "-1"], env
         config = self.root / "config.yaml"
         if target.dest == "config":
             config = path
@@ -286,9 +303,12 @@ def _oversize(world: World, target: Target, path: Path, is_file: bool) -> Path:
     if is_file and target.dest == "config":
         path.write_text("# " + "x" * YAML_FILE.default + "\n", encoding="utf-8")
         return path
-    if is_file:
-        long_line = "x" * (LINE.default + 1)
-        data = ("\n".join([*TRAIN_SENTENCES[:2], long_line]) + "\n").encode("utf-8")
+    if is_file:  # a valid file (a header where one is read first) with one line past the limit after it
+        world.make_valid(target, path)
+        valid = path.read_bytes()
+        path.unlink()
+        long_line = ("x" * (LINE.default + 1)).encode("utf-8")
+        data = valid + long_line + b"\n"
         if target.gzip:  # 1 MiB of the same byte compresses to 1 KiB: read on, it is decompressed
             path = path.with_name(path.name + ".gz")
             data = gzip.compress(data)
@@ -414,6 +434,9 @@ def check_works(world: World, target: Target, path: Path, capfd, monkeypatch) ->
             assert np.load(world.root / "out.npy").shape == (rows, 32)
         if target.command == "eval" and target.dest == "output":
             assert (path / "results.json").is_file()
+        if target.command == "mine":
+            mined = path if target.dest == "output" else world.root / "mined.csv"
+            assert mined.read_text(encoding="utf-8").startswith("sent0,sent1,hard_neg\n")
     after = snapshot(world.root)
     assert {key: after.get(key) for key in before} == before, "a file that existed before was changed"
     assert not [key for key in after if ".partial-" in key], "a temporary file was left behind"

@@ -85,7 +85,7 @@ def test_best_at_step_0_saves_the_step_0_weights(
     np.testing.assert_allclose(saved, embeddings(untrained(tiny_bert, config)), atol=1e-6)
     assert not np.allclose(saved, embeddings(out / "checkpoints" / "checkpoint-6"), atol=1e-4)  # it trained
     card = (out / "model" / "README.md").read_text()
-    assert "| kept checkpoint | step 0, the best on STS-B dev (the selection set) |" in card
+    assert "| kept checkpoint | step 0, the best Spearman on STS-B dev (the selection set) |" in card
     assert "STS-B dev Spearman: 0.9000 (before training: 0.9000)" in card  # step 0's score
 
 

@@ -33,6 +33,11 @@ DEVICES = ("auto", "cpu", "cuda")
 LR_SCHEDULERS = ("linear", "constant", "constant_with_warmup", "cosine")
 BATCH_SAMPLERS = ("random", "no_duplicates", "length_grouped")
 ATTENTIONS = ("sdpa", "eager")
+EVAL_PRECISIONS = ("fp32", "bf16")
+DEV_COLUMNS = ("sentence1", "sentence2", "score")  # a scored pairs dev file's columns by default
+# every metric `eval.dev_metric` may name: a pairs file's, then a BEIR folder's (lwap.eval.search)
+PAIRS_METRICS = ("spearman",)
+SEARCH_DEV_METRICS = ("ndcg@10", "mrr@10", "recall@100", "recall@10", "recall@1", "map@100")
 SEED_MAX = 2**32 - 1
 
 
@@ -136,9 +141,13 @@ class TrainingConfig:
 
 @dataclass
 class EvalConfig:
-    """Model selection on STS-B dev (cosine Spearman), as SimCSE."""
+    """Model selection on a dev set: STS-B dev (cosine Spearman, as SimCSE) or the user's own (dev_sets)."""
 
-    stsb_dev: bool = True  # evaluate on STS-B dev during training
+    dev: str | None = "stsb"  # stsb | a scored pairs file | a BEIR folder | null (no evaluation in training)
+    dev_metric: str | None = None  # null = the dev set's main metric: spearman (pairs), ndcg@10 (BEIR)
+    dev_columns: list[str] = field(default_factory=lambda: list(DEV_COLUMNS))  # pairs file: s1, s2, score
+    max_seq_length: int | None = None  # tokens the dev set is encoded at; null = the model's inference length
+    precision: str = "fp32"  # the dev evaluations' precision: fp32 | bf16 (autocast)
     eval_steps: int = 250
     before_training: bool = True  # evaluate once at step 0 (the untrained model)
     keep_best: bool = True  # the final model is the best checkpoint on STS-B dev, not the last
@@ -222,6 +231,7 @@ def config_from_dict(raw: dict[str, Any], source: str = "<config>") -> TrainConf
     unknown = [k for k in raw if k not in _SECTIONS]
     if unknown:
         raise ConfigError(f"{source}: {_unknown_key_message(str(unknown[0]))}")
+    raw = _migrate(raw, source)
     sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():
         values = raw.get(name)
@@ -236,6 +246,33 @@ def config_from_dict(raw: dict[str, Any], source: str = "<config>") -> TrainConf
         config.data.hard_negative_column = None  # its default ("hard_neg") gives way to the list
     _check_values(config, source)
     return config
+
+
+def _migrate(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    """Keys of earlier versions, rewritten: `eval.stsb_dev: true|false` (before `eval.dev`) is `eval.dev:
+    stsb` (or the dev set given beside it) or `eval.dev: null`, so old configs, `--set eval.stsb_dev=false`
+    and the config.yaml of finished runs (`lwap card`) still load."""
+    section = raw.get("eval")
+    if not isinstance(section, dict) or "stsb_dev" not in section:
+        return raw
+    section = dict(section)
+    value = section.pop("stsb_dev")
+    if not isinstance(value, bool):
+        raise ConfigError(f"{source}: eval.stsb_dev must be true or false, got {_describe(value)}")
+    if not value:
+        if section.get("dev", "stsb") not in (None, "stsb"):
+            raise ConfigError(
+                f"{source}: eval.stsb_dev: false (no dev evaluation) contradicts eval.dev: "
+                f"{section['dev']!r}; eval.stsb_dev is replaced by eval.dev (null = no dev evaluation): "
+                "give only eval.dev"
+            )
+        section["dev"] = None
+    elif "dev" in section and section["dev"] is None:
+        raise ConfigError(
+            f"{source}: eval.stsb_dev: true contradicts eval.dev: null; eval.stsb_dev is replaced by "
+            "eval.dev: give only eval.dev"
+        )
+    return {**raw, "eval": section}
 
 
 def _build_section(name: str, cls: type, values: dict[str, Any], source: str) -> Any:
@@ -427,10 +464,24 @@ def _check_values(c: TrainConfig, source: str) -> None:
     e = c.eval
     need(e.eval_steps >= 1, "eval.eval_steps", "at least 1", e.eval_steps)
     need(e.batch_size >= 1, "eval.batch_size", "at least 1", e.batch_size)
+    if e.dev is not None:
+        need(bool(e.dev.strip()), "eval.dev", "stsb, a scored pairs file, a BEIR folder or null", e.dev)
+    if e.dev_metric is not None:
+        _choice(e.dev_metric, PAIRS_METRICS + SEARCH_DEV_METRICS, "eval.dev_metric", source)
+    need(
+        len(e.dev_columns) == 3 and all(name.strip() for name in e.dev_columns),
+        "eval.dev_columns",
+        "three column names: sentence 1, sentence 2, score",
+        e.dev_columns,
+    )
+    if e.max_seq_length is not None:
+        need(e.max_seq_length >= 2, "eval.max_seq_length", "at least 2 or null", e.max_seq_length)
+    _choice(e.precision, EVAL_PRECISIONS, "eval.precision", source)
     if e.keep_best:
-        if not e.stsb_dev:
+        if e.dev is None:
             raise ConfigError(
-                f"{source}: eval.keep_best needs eval.stsb_dev: true (nothing to select the best by)"
+                f"{source}: eval.keep_best needs a dev set (eval.dev: stsb, a pairs file or a BEIR folder; "
+                "nothing to select the best by)"
             )
         if c.output.save_steps % e.eval_steps:
             raise ConfigError(

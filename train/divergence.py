@@ -1,7 +1,7 @@
 """A run that diverges stops at once, and the saved model is always the step the summary names.
 
 - `StopOnNonFinite`: a training loss that is NaN or infinite (fp16: for several steps in a row, see
-  `FP16_OVERFLOW_PATIENCE`), weights that went non-finite, or a STS-B dev score that is not finite stop
+  `FP16_OVERFLOW_PATIENCE`), weights that went non-finite, or a dev score that is not finite stop
   the run at the next step transformers logs, evaluates or saves at (read there, not every step: no
   per-step host sync), without saving or evaluating that step: every checkpoint on disk has finite
   weights, so `--resume` never continues from a broken one. The error names the step where the loss
@@ -69,8 +69,10 @@ class StopOnNonFinite(TrainerCallback):
         dev_metric: str | None,
         signal: StopOnSignal | None = None,
         patience: int = 1,
+        dev_name: str = "STS-B dev Spearman",
     ) -> None:
         self.dev_metric = dev_metric
+        self.dev_name = dev_name  # how the message names the dev score, e.g. "STS-B dev Spearman"
         self.signal = signal
         self.patience = patience
         self.diverged: Divergence | None = None
@@ -173,7 +175,7 @@ class StopOnNonFinite(TrainerCallback):
     def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
         value = (kw.get("metrics") or {}).get(self.dev_metric) if self.dev_metric else None
         if self.diverged is None and value is not None and not math.isfinite(float(value)):
-            self.diverged = Divergence(state.global_step, f"the STS-B dev Spearman is {float(value)}")
+            self.diverged = Divergence(state.global_step, f"the {self.dev_name} is {float(value)}")
         if self.diverged is not None:
             _stop_without_saving(control)
 

@@ -60,7 +60,7 @@ def describe_run(trainer: Any, config: TrainConfig) -> None:
     card.base_model_revision = None
     card.add_tags(["lwap", f"{config.model.pooling}-pooling", config.objective.name.replace("_", "-")])
     evaluator = getattr(trainer, "evaluator", None)
-    if evaluator is None or not config.eval.stsb_dev:
+    if evaluator is None or config.eval.dev is None:
         return
     step = kept_step(trainer, config)
     metrics = metrics_at_step(trainer.state.log_history, evaluator.name, step)
@@ -259,13 +259,16 @@ def _training(config: TrainConfig, summary: dict[str, Any], logged: dict[int, di
             f"max length {config.model.max_seq_length} tokens in training)",
         ),
     ]
+    from lwap.train.dev_sets import summary_dev
+
+    dev_set, metric, key = summary_dev(summary)
     kept = summary.get("final_model_step")
     if config.eval.keep_best and kept is not None:
-        rows.append(("kept checkpoint", f"step {kept}, the best on STS-B dev (the selection set)"))
+        rows.append(("kept checkpoint", f"step {kept}, the best {metric} on {dev_set} (the selection set)"))
     table = "| | |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
-    log = ["| step | training loss | STS-B dev Spearman (selection set) |", "| ---: | ---: | ---: |"]
+    log = [f"| step | training loss | {dev_set} {metric} (selection set) |", "| ---: | ---: | ---: |"]
     for step in sorted(logged):
-        loss, dev = logged[step].get("loss"), logged[step].get("eval_stsb-dev_spearman_cosine")
+        loss, dev = logged[step].get("loss"), logged[step].get(key)
         if loss is None and dev is None:
             continue
         cells = [str(step), "" if loss is None else f"{loss:.4g}", "" if dev is None else f"{dev:.4f}"]
@@ -307,15 +310,18 @@ def _data_name(config: TrainConfig) -> str:
 
 
 def _evaluation(evaluation: dict[str, Any] | None, summary: dict[str, Any]) -> str:
-    dev = summary.get("final_model_dev_spearman")
-    before = summary.get("dev_spearman_before")
+    from lwap.train.dev_sets import summary_dev
+
+    dev_set, metric, _ = summary_dev(summary)
+    dev = summary.get("final_model_dev_score", summary.get("final_model_dev_spearman"))
+    before = summary.get("dev_score_before", summary.get("dev_spearman_before"))
     lines = []
     if dev is not None:
         lines.append(
-            f"STS-B dev Spearman: {dev:.4f} (before training: {before:.4f}). STS-B dev is the selection set, "
-            "on which the kept checkpoint was chosen, so this is no held-out score."
+            f"{dev_set} {metric}: {dev:.4f} (before training: {before:.4f}). {dev_set} is the selection "
+            "set, on which the kept checkpoint was chosen, so this is no held-out score."
             if before is not None
-            else f"STS-B dev Spearman: {dev:.4f} (the selection set: no held-out score)."
+            else f"{dev_set} {metric}: {dev:.4f} (the selection set: no held-out score)."
         )
     if not evaluation:
         lines.append(

@@ -5,8 +5,9 @@ huggingface_hub `EvalResult` per dataset and metric, turned into the `model-inde
 which also writes the other front-matter fields. lwap writes its own card (lwap.train.model_card), so it
 builds the entries from its own records rather than from sentence-transformers' evaluator objects:
 
-- the saved model's STS-B dev score (split `validation`): a 0–1 Spearman, as the card's text gives it.
-  Where it chose the kept checkpoint (`eval.keep_best`) it is no held-out score, and its name says so;
+- the saved model's dev score (split `validation`) on the run's dev set (`eval.dev`: STS-B dev, a scored
+  pairs file's Spearman or a BEIR folder's metric), 0–1 as the card's text gives it. Where it chose the
+  kept checkpoint (`eval.keep_best`) it is no held-out score, and its name says so;
 - with `lwap card RUN --eval`: this model's held-out scores (split `test`), × 100 as the card's table
   gives them: cosine Spearman per STS task, nDCG@10 / MRR@10 / Recall@100 per search set.
 
@@ -16,6 +17,7 @@ the embedding geometry (alignment, uniformity, anisotropy: measures of the space
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -29,25 +31,32 @@ def eval_results(
     summary: dict[str, Any], evaluation: dict[str, Any] | None, *, selected_on_dev: bool = True
 ) -> list[Any]:
     """The `EvalResult`s of the scores the card reports (see the module docstring); `selected_on_dev`:
-    the kept checkpoint was chosen on STS-B dev (`eval.keep_best`), which its dataset name then says."""
+    the kept checkpoint was chosen on the dev set (`eval.keep_best`), which its dataset name then says."""
     from huggingface_hub import EvalResult
 
     from lwap.eval.report import SEARCH_COLUMNS
     from lwap.eval.sts_data import DISPLAY_NAMES
+    from lwap.train.dev_sets import summary_dev
 
     results = []
-    dev = summary.get("final_model_dev_spearman")
+    dev = summary.get("final_model_dev_score", summary.get("final_model_dev_spearman"))
     if dev is not None:
+        dev_set, metric_label, _ = summary_dev(summary)
+        metric = summary.get("dev_metric") or "spearman"
+        task = STS_TASK if metric == "spearman" else SEARCH_TASK
+        chosen = f"{dev_set} (the selection set: the kept checkpoint was chosen on it)"
         results.append(
             EvalResult(
-                **STS_TASK,
-                dataset_type="stsb",
-                dataset_name="STS-B dev (the selection set: the kept checkpoint was chosen on it)"
-                if selected_on_dev
-                else "STS-B dev",
+                **task,
+                dataset_type="stsb"
+                if dev_set == "STS-B dev"
+                else re.sub(r"[^a-z0-9]+", "-", dev_set.lower()),
+                dataset_name=chosen if selected_on_dev else dev_set,
                 dataset_split="validation",
-                metric_type=SPEARMAN,
-                metric_name="Spearman correlation of cosine similarity",
+                metric_type=SPEARMAN if metric == "spearman" else metric.replace("@", "_at_"),
+                metric_name="Spearman correlation of cosine similarity"
+                if metric == "spearman"
+                else f"{metric_label} (0–1)",
                 metric_value=float(dev),
             )
         )

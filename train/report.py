@@ -1,4 +1,4 @@
-"""What a run reports: dev Spearman before/best/final from the trainer's log history, and the curves PNG."""
+"""What a run reports: the dev score before/best/final from the trainer's log history, and the curves PNG."""
 
 from __future__ import annotations
 
@@ -6,18 +6,19 @@ from pathlib import Path
 from typing import Any
 
 from lwap.files import save_figure_atomically
+from lwap.train.dev_sets import STSB_DEV_KEY
 
-DEV_METRIC = "eval_stsb-dev_spearman_cosine"
+DEV_METRIC = STSB_DEV_KEY  # STS-B dev Spearman: the default dev set's logged metric
 DEV_ALIGNMENT = "eval_stsb-dev_alignment"
 DEV_UNIFORMITY = "eval_stsb-dev_uniformity"
 
 
-def dev_scores(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
-    """(step, STS-B dev Spearman) of every evaluation, in order; one per step (the last one wins)."""
+def dev_scores(log_history: list[dict[str, Any]], key: str = DEV_METRIC) -> list[tuple[int, float]]:
+    """(step, dev score under `key`) of every evaluation, in order; one per step (the last one wins)."""
     by_step: dict[int, float] = {}
     for entry in log_history:
-        if DEV_METRIC in entry:
-            by_step[int(entry["step"])] = float(entry[DEV_METRIC])
+        if key in entry:
+            by_step[int(entry["step"])] = float(entry[key])
     return sorted(by_step.items())
 
 
@@ -35,18 +36,24 @@ def dev_geometry(log_history: list[dict[str, Any]]) -> list[tuple[int, float, fl
 
 
 def plot_curves(
-    log_history: list[dict[str, Any]], path: Path, title: str, kept_step: int | None = None
+    log_history: list[dict[str, Any]],
+    path: Path,
+    title: str,
+    kept_step: int | None = None,
+    dev_key: str = DEV_METRIC,
+    dev_name: str = "STS-B dev Spearman",
 ) -> None:
-    """Training loss (left axis) and STS-B dev Spearman (right axis) over optimizer steps; beside them,
-    where the dev evaluations logged the geometry, the alignment-uniformity trajectory (SimCSE's Figure 2),
-    from the first evaluation to the last, with the kept checkpoint (`kept_step`) marked."""
+    """Training loss (left axis) and the dev score (right axis: `dev_key`, named `dev_name`) over
+    optimizer steps, the kept checkpoint (`kept_step`) marked; beside them, where the dev evaluations
+    logged the geometry, the alignment-uniformity trajectory (SimCSE's Figure 2), from the first
+    evaluation to the last."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
     losses = train_losses(log_history)
-    scores = dev_scores(log_history)
+    scores = dev_scores(log_history, dev_key)
     trajectory = dev_geometry(log_history)
     if trajectory:
         figure, (loss_axis, geometry_axis) = plt.subplots(
@@ -61,8 +68,18 @@ def plot_curves(
     loss_axis.set_ylabel("training loss (InfoNCE)", color="tab:blue")
     score_axis = loss_axis.twinx()
     if scores:
-        score_axis.plot(*zip(*scores, strict=True), color="tab:red", marker="o", label="STS-B dev Spearman")
-    score_axis.set_ylabel("STS-B dev Spearman (cosine)", color="tab:red")
+        score_axis.plot(*zip(*scores, strict=True), color="tab:red", marker="o", label=dev_name)
+        kept = [score for step, score in scores if step == kept_step]
+        if kept:
+            score_axis.scatter([kept_step], kept, marker="*", s=200, color="black", zorder=3)
+            score_axis.annotate(
+                f"kept: step {kept_step}",
+                (kept_step, kept[0]),
+                textcoords="offset points",
+                xytext=(-8, -14),
+                ha="right",
+            )
+    score_axis.set_ylabel(f"{dev_name} (cosine; selects the kept step)", color="tab:red")
     loss_axis.set_title(title)
     figure.tight_layout()
     try:

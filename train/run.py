@@ -72,12 +72,15 @@ def _train(
     check_backbone(config.model.backbone, trust_remote_code=config.model.trust_remote_code)
     with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
         dataset = load_train_dataset(config.data, config.objective.name)
+    from lwap.train.dev_sets import load_dev_set
+
+    dev = load_dev_set(config.eval)  # read and checked here too: before the output folder is touched
     with args.main_process_first(desc="output folder"):
         if is_main:
             outputs.prepare_output_dir(out, overwrite=overwrite, resume_from=resume_from)
             write_text_atomically(out / outputs.CONFIG_YAML, dump_config(config))
 
-    built = build_trainer(config, out, args=args, dataset=dataset, callbacks=callbacks)
+    built = build_trainer(config, out, args=args, dataset=dataset, dev=dev, callbacks=callbacks)
     trainer, stop = built.trainer, built.stop
     _announce(config, args, dataset, resume_from)
     try:
@@ -125,7 +128,9 @@ def _train(
             trainer.model.load_state_dict(initial_model(config).state_dict())
         describe_run(trainer, config)  # card: backbone, pooling, objective, the kept model's score
         model_dir = outputs.save_model_atomically(trainer.model, out)
-        summary = _summary(config, config_path, args, trainer, built.timing, dataset, resume_from, model_dir)
+        summary = _summary(
+            config, config_path, args, trainer, built.timing, dataset, resume_from, model_dir, built.dev
+        )
         summary["wall_time_seconds"] = round(time.perf_counter() - wall_start, 1)
         write_json_atomically(summary, out / outputs.SUMMARY_JSON)
         from lwap.train.model_card import write_card
@@ -137,7 +142,8 @@ def _train(
             trainer.state.log_history,
             out / outputs.CURVES_PNG,
             f"{config.model.pooling} · {config.objective.name} · {Path(config.model.backbone).name}",
-            kept_step=summary["final_model_step"],
+            kept_step=summary["final_model_step"] if built.dev is not None else None,
+            **({"dev_key": built.dev.key, "dev_name": built.dev.short_name} if built.dev else {}),
         )
         _print_result(summary, out)
     from lwap.train.callbacks import process_group_exists
@@ -244,7 +250,11 @@ def _summary(
     dataset: Any,
     resume_from: Path | None,
     model_dir: Path,
+    dev: Any = None,
 ) -> dict[str, Any]:
+    """train_summary.json. The dev score under general names (`dev_set`, `dev_metric`, `best_dev_score`,
+    ...); with STS-B dev also under the names runs before `eval.dev` used (`best_dev_spearman`, ...), which
+    `lwap compare` and the benchmarks read."""
     import sentence_transformers
     import torch
     import transformers
@@ -254,7 +264,7 @@ def _summary(
     from lwap.train.report import dev_geometry, dev_scores
 
     state = trainer.state
-    scores = dev_scores(state.log_history)
+    scores = dev_scores(state.log_history, dev.key) if dev is not None else []
     before = next((s for step, s in scores if step == 0), None)
     best_step, best = max(scores, key=lambda item: item[1]) if scores else (None, None)
     if config.eval.keep_best and state.best_global_step is not None:  # step 0 too (its weights rebuilt)
@@ -279,12 +289,14 @@ def _summary(
         "head_learning_rate": head_learning_rate(args),
         "head_warmup_steps": config.training.head_warmup_steps,
         "resumed_from": str(resume_from) if resume_from else None,
-        "dev_spearman_before": before,
-        "best_dev_spearman": best,
+        **(dev.summary() if dev is not None else dict.fromkeys(("dev_set", "dev_metric", "dev_metric_key"))),
+        "dev_score_before": before,
+        "best_dev_score": best,
         "best_step": best_step,
         "final_model_step": final_step,
-        "final_model_dev_spearman": final,
-        "dev_spearman_by_step": [[step, score] for step, score in scores],
+        "final_model_dev_score": final,
+        "dev_scores_by_step": [[step, score] for step, score in scores],
+        **_stsb_names(dev is not None and dev.kind == "stsb", before, best, final, scores),
         # [step, uniformity, alignment] on STS-B dev: the trajectory the grid's geometry section reads
         "dev_geometry_by_step": [list(entry) for entry in dev_geometry(state.log_history)],
         "train_loop_seconds": round(timing.loop_seconds, 2),
@@ -304,16 +316,31 @@ def _summary(
     }
 
 
+def _stsb_names(
+    stsb: bool, before: float | None, best: float | None, final: float | None, scores: list[tuple[int, float]]
+) -> dict[str, Any]:
+    """The STS-B dev score under its names from before `eval.dev` (None and [] for another dev set)."""
+    return {
+        "dev_spearman_before": before if stsb else None,
+        "best_dev_spearman": best if stsb else None,
+        "final_model_dev_spearman": final if stsb else None,
+        "dev_spearman_by_step": [[step, score] for step, score in scores] if stsb else [],
+    }
+
+
 def _print_result(summary: dict[str, Any], out: Path) -> None:
+    from lwap.train.dev_sets import summary_dev
+
     def fmt(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.4f}"
 
     lines = [f"lwap train: finished {summary['steps']} steps; model saved to {summary['model_dir']}"]
-    if summary["best_dev_spearman"] is not None or summary["dev_spearman_before"] is not None:
+    if summary["best_dev_score"] is not None or summary["dev_score_before"] is not None:
+        dev_set, metric, _ = summary_dev(summary)
         lines.append(
-            f"STS-B dev Spearman: before training {fmt(summary['dev_spearman_before'])}, "
-            f"after training {fmt(summary['final_model_dev_spearman'])} "
-            f"(model from step {summary['final_model_step']}; best {fmt(summary['best_dev_spearman'])} "
+            f"{dev_set} {metric}: before training {fmt(summary['dev_score_before'])}, "
+            f"after training {fmt(summary['final_model_dev_score'])} "
+            f"(model from step {summary['final_model_step']}; best {fmt(summary['best_dev_score'])} "
             f"at step {summary['best_step']})"
         )
     speed = summary["sentences_per_second"]

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from lwap.train.cached_loss import CachedSimCSELoss
     from lwap.train.callbacks import StopOnSignal, Timing
+    from lwap.train.dev_sets import DevSet
     from lwap.train.divergence import StopOnNonFinite
     from lwap.train.losses import SimCSELoss
     from lwap.train.precision import Tf32ForTraining
@@ -54,6 +55,7 @@ class BuiltTrainer:
     model: SentenceTransformer
     loss: SimCSELoss | CachedSimCSELoss
     evaluator: SentenceEvaluator | None
+    dev: DevSet | None  # the dev set that selects the kept checkpoint (eval.dev)
     args: SentenceTransformerTrainingArguments
     dataset: Dataset
     out: Path
@@ -68,7 +70,7 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
     import torch
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
-    from lwap.train.report import DEV_METRIC
+    from lwap.train.dev_sets import dev_key
     from lwap.train.reporting import checked_integrations, for_transformers
 
     t, e, o = config.training, config.eval, config.output
@@ -80,7 +82,7 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             "use bf16 on the CPU"
         )
     launched = "LOCAL_RANK" in os.environ and "WORLD_SIZE" in os.environ  # torchrun, even one process
-    evaluate = e.stsb_dev
+    evaluate = e.dev is not None
     try:
         args = SentenceTransformerTrainingArguments(
             output_dir=str(out / outputs.CHECKPOINTS_DIR),
@@ -114,7 +116,7 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             save_steps=o.save_steps,
             save_total_limit=o.save_total_limit,
             load_best_model_at_end=e.keep_best,
-            metric_for_best_model=DEV_METRIC if evaluate else None,
+            metric_for_best_model=dev_key(e) if evaluate else None,
             greater_is_better=True,
             logging_steps=t.logging_steps,
             logging_nan_inf_filter=False,  # a NaN loss stops the run (StopOnNonFinite): log it, not a mean
@@ -200,13 +202,15 @@ def build_trainer(
     *,
     args: SentenceTransformerTrainingArguments | None = None,
     dataset: Dataset | None = None,
+    dev: DevSet | None = None,
     callbacks: Sequence[TrainerCallback] = (),
     checkpoints: bool = True,
 ) -> BuiltTrainer:
     """The `SentenceTransformerTrainer` that `lwap train` runs for `config`, writing logs into `out`.
 
-    `args` and `dataset` default to `training_arguments(config, out, resuming=False)` and the config's
-    training data; `lwap train` passes its own (built once, main process first). `callbacks` come after
+    `args`, `dataset` and `dev` default to `training_arguments(config, out, resuming=False)`, the config's
+    training data and its dev set (`lwap.train.dev_sets`); `lwap train` passes its own (read once, before
+    the output folder is touched). `callbacks` come after
     lwap's own. `checkpoints=False` saves none at all, not even after the last step (which is then
     evaluated only if it falls on `eval.eval_steps`): for timing the loop alone, as benchmarks/speed/speed.py
     does; it needs `eval.keep_best: false`, since keeping the best reloads a checkpoint.
@@ -226,7 +230,6 @@ def build_trainer(
     from lwap.train.divergence import SelectTheBest, StopOnNonFinite
     from lwap.train.losses import SimCSELoss
     from lwap.train.precision import OutsideTrainingAutocastEvaluation, Tf32ForTraining
-    from lwap.train.report import DEV_METRIC
     from lwap.train.reporting import TENSORBOARD, requested
 
     if not checkpoints and config.eval.keep_best:
@@ -237,6 +240,10 @@ def build_trainer(
         from lwap.train.data import load_train_dataset
 
         dataset = load_train_dataset(config.data, config.objective.name)
+    if dev is None and config.eval.dev is not None:
+        from lwap.train.dev_sets import load_dev_set
+
+        dev = load_dev_set(config.eval)
     on_cuda = args.device.type == "cuda"
     if config.training.keep_freed_memory and not on_cuda:
         from lwap.train.allocator import keep_freed_memory
@@ -262,14 +269,12 @@ def build_trainer(
         lengths = token_lengths(dataset, model.tokenizer, model.max_seq_length)
         args.batch_sampler = LengthGroupedBatches(lengths, config.training.length_group_size)
     evaluator = None
-    if config.eval.stsb_dev:
-        from lwap.eval.evaluators import stsb_evaluator
+    if dev is not None:
         from lwap.model import inference_max_seq_length
+        from lwap.train.dev_sets import dev_evaluator
 
         # scored at the length the saved model will read (SimCSE evaluates without the training truncation)
-        evaluator = stsb_evaluator(
-            "dev", batch_size=config.eval.batch_size, max_seq_length=inference_max_seq_length(model)
-        )
+        evaluator = dev_evaluator(dev, config.eval, inference_max_seq_length(model))
     from lwap.train.head_training import head_training_setup
 
     stop, timing = StopOnSignal(), Timing()
@@ -278,17 +283,18 @@ def build_trainer(
     if checkpoints:  # EvaluateAtEnd also checkpoints the last step
         from lwap.train.checkpoint_integrity import ChecksumCheckpoints
 
-        own += [EvaluateAtEnd(evaluate=config.eval.stsb_dev), ChecksumCheckpoints()]  # sizes + sha256
+        own += [EvaluateAtEnd(evaluate=dev is not None), ChecksumCheckpoints()]  # sizes + sha256
     own += head_training_setup(model, args, config.training)  # the head's lr, the backbone's warm-up
     if checkpoints and config.eval.keep_best:
-        own.append(SelectTheBest(DEV_METRIC, start_competes=config.eval.start_competes))
+        own.append(SelectTheBest(dev.key, start_competes=config.eval.start_competes))
     # after every callback that asks for a save or an evaluation, so it can cancel a broken step's
     from lwap.train.divergence import FP16_OVERFLOW_PATIENCE
 
     divergence = StopOnNonFinite(
         loss,
-        DEV_METRIC if config.eval.stsb_dev else None,
+        dev.key if dev is not None else None,
         signal=stop,
+        dev_name=dev.name if dev is not None else "dev score",
         patience=FP16_OVERFLOW_PATIENCE if config.training.precision == "fp16" else 1,
     )
     own.append(divergence)
@@ -307,7 +313,9 @@ def build_trainer(
     )
     if not checkpoints:
         trainer.args.save_strategy = SaveStrategy.NO  # transformers' periodic and final saves
-    return BuiltTrainer(trainer, model, loss, evaluator, args, dataset, out, stop, timing, divergence, tf32)
+    return BuiltTrainer(
+        trainer, model, loss, evaluator, dev, args, dataset, out, stop, timing, divergence, tf32
+    )
 
 
 def initial_model(config: TrainConfig) -> SentenceTransformer:

@@ -1,0 +1,175 @@
+"""The dev set that picks the kept checkpoint: STS-B dev (SimCSE's), or the user's own.
+
+`eval.dev` names it: `stsb` (STS-B dev, cosine Spearman: lwap's default, as SimCSE), a scored pairs file
+(`lwap.eval.pairs_data`: cosine Spearman against the file's scores) or a BEIR-layout folder (corpus,
+queries, `qrels/dev.tsv` or its one qrels file: nDCG@10 by default, `eval.dev_metric` another of
+`SEARCH_DEV_METRICS`). The evaluators are sentence-transformers' (`EmbeddingSimilarityEvaluator`,
+`InformationRetrievalEvaluator`) through `lwap.eval.evaluators`, encoding at `eval.max_seq_length` (else
+the length the saved model reads) in `eval.precision`.
+
+The dev set is read and checked before the output folder is touched (`lwap.train.run`), so a bad path,
+a missing column or an empty qrels file stops the run with one line and nothing lost.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lwap.errors import ConfigError, DataError
+from lwap.train.config import PAIRS_METRICS, SEARCH_DEV_METRICS, EvalConfig
+
+STSB_DEV_KEY = "eval_stsb-dev_spearman_cosine"  # what the STS-B dev evaluator logs (name stsb-dev)
+DEV_NAME = "dev"  # the evaluator's name for a user's dev set: its metrics log as eval_dev_...
+METRIC_LABELS = {
+    "spearman": "Spearman",
+    "ndcg@10": "nDCG@10",
+    "mrr@10": "MRR@10",
+    "recall@100": "Recall@100",
+    "recall@10": "Recall@10",
+    "recall@1": "Recall@1",
+    "map@100": "MAP@100",
+}
+
+
+@dataclass(frozen=True)
+class DevSet:
+    """What selects the checkpoint: which set, which metric, the key the trainer logs it under."""
+
+    kind: str  # "stsb" | "pairs" | "beir"
+    source: str  # "stsb", or the path as the config gives it
+    metric: str  # "spearman" | one of SEARCH_DEV_METRICS
+    data: Any = None  # StsTask (pairs) or BeirDataset (beir); STS-B dev is read by its evaluator
+    split: str | None = None  # beir: the qrels split read
+
+    @property
+    def key(self) -> str:
+        """The metric's name in the trainer's log history (metrics.csv, TensorBoard)."""
+        if self.kind == "stsb":
+            return STSB_DEV_KEY
+        if self.kind == "pairs":
+            return f"eval_{DEV_NAME}_spearman_cosine"
+        return f"eval_{DEV_NAME}_cosine_{self.metric}"
+
+    @property
+    def label(self) -> str:
+        """The set by name: 'STS-B dev', or the path and what it is."""
+        if self.kind == "stsb":
+            return "STS-B dev"
+        if self.kind == "pairs":
+            return f"{self.source} (scored pairs)"
+        return f"{self.source} (BEIR, qrels/{self.split}.tsv)"
+
+    @property
+    def metric_label(self) -> str:
+        return METRIC_LABELS.get(self.metric, self.metric)
+
+    @property
+    def name(self) -> str:
+        """Set and metric in a few words, e.g. 'STS-B dev Spearman', 'my-dev (BEIR, ...) nDCG@10'."""
+        return f"{self.label} {self.metric_label}"
+
+    @property
+    def short_name(self) -> str:
+        """`name` with the folder or file name alone (a plot's axis label)."""
+        where = "STS-B dev" if self.kind == "stsb" else f"{Path(self.source).name} ({self.kind})"
+        return f"{where} {self.metric_label}"
+
+    def summary(self) -> dict[str, Any]:
+        """How train_summary.json names the dev set."""
+        return {"dev_set": self.label, "dev_metric": self.metric, "dev_metric_key": self.key}
+
+
+def dev_path(value: str) -> Path:
+    """`eval.dev` as a path: `$LWAP_DATA_DIR` and `~` expanded, as data.train."""
+    return Path(os.path.expandvars(value)).expanduser()
+
+
+def dev_kind(e: EvalConfig) -> str | None:
+    """stsb, pairs or beir from the config alone (a folder is a BEIR folder; anything else a file)."""
+    if e.dev is None:
+        return None
+    if e.dev == "stsb":
+        return "stsb"
+    return "beir" if dev_path(e.dev).is_dir() else "pairs"
+
+
+def dev_metric(e: EvalConfig, kind: str) -> str:
+    """The metric that selects: `eval.dev_metric`, or the kind's main one; ConfigError if it does not fit."""
+    valid = PAIRS_METRICS if kind in ("stsb", "pairs") else SEARCH_DEV_METRICS
+    metric = e.dev_metric or valid[0]
+    if metric not in valid:
+        what = {"stsb": "STS-B dev", "pairs": "a scored pairs file", "beir": "a BEIR folder"}[kind]
+        raise ConfigError(
+            f"eval.dev_metric {metric!r} does not apply to {what} (eval.dev: {e.dev}); "
+            f"valid: {', '.join(valid)}"
+        )
+    return metric
+
+
+def dev_key(e: EvalConfig) -> str | None:
+    """The logged metric that selects the checkpoint (the trainer's `metric_for_best_model`), without
+    reading the set; None without a dev set."""
+    kind = dev_kind(e)
+    if kind is None:
+        return None
+    return DevSet(kind, str(e.dev), dev_metric(e, kind), split="dev").key
+
+
+def load_dev_set(e: EvalConfig) -> DevSet | None:
+    """The dev set `e` names, read and checked (DataError naming the file and line; ConfigError for a
+    metric that does not fit); None for `eval.dev: null`."""
+    kind = dev_kind(e)
+    if kind is None or e.dev is None:
+        return None
+    metric = dev_metric(e, kind)
+    if kind == "stsb":
+        return DevSet("stsb", "stsb", metric)
+    path = dev_path(e.dev)
+    if kind == "beir":
+        from lwap.eval.beir_data import is_beir_folder, load_beir, selection_split
+
+        if not is_beir_folder(path):
+            raise DataError(
+                f"{path}: is a directory but not a BEIR folder (no corpus.jsonl[.gz]) (eval.dev); expected "
+                "stsb, a scored pairs file (.csv/.tsv[.gz]) or a BEIR folder (corpus.jsonl, queries.jsonl, "
+                "qrels/dev.tsv)"
+            )
+        split = selection_split(path)
+        return DevSet("beir", e.dev, metric, load_beir(path, split, name=DEV_NAME), split)
+    from lwap.eval.pairs_data import load_scored_pairs
+    from lwap.files import check_file
+
+    check_file(path, key="eval.dev")
+    return DevSet("pairs", e.dev, metric, load_scored_pairs(path, e.dev_columns, name=DEV_NAME))
+
+
+def dev_evaluator(dev: DevSet, e: EvalConfig, max_seq_length: int) -> Any:
+    """The sentence-transformers evaluator that scores `dev` at `max_seq_length` tokens (`eval.max_seq_length`
+    wins) in `eval.precision`."""
+    from lwap.eval.evaluators import retrieval_evaluator, similarity_evaluator, stsb_evaluator
+
+    length = e.max_seq_length or max_seq_length
+    if dev.kind == "stsb":
+        return stsb_evaluator("dev", batch_size=e.batch_size, max_seq_length=length, precision=e.precision)
+    if dev.kind == "pairs":
+        pairs = dev.data.concatenated()
+        return similarity_evaluator(
+            pairs, DEV_NAME, batch_size=e.batch_size, max_seq_length=length, precision=e.precision
+        )
+    return retrieval_evaluator(
+        dev.data, DEV_NAME, batch_size=e.batch_size, max_seq_length=length, precision=e.precision
+    )
+
+
+def summary_dev(summary: dict[str, Any]) -> tuple[str, str, str]:
+    """(set label, metric label, logged key) of a run's summary; runs from before `eval.dev` selected on
+    STS-B dev, and their summaries say nothing about it."""
+    metric = summary.get("dev_metric") or "spearman"
+    return (
+        summary.get("dev_set") or "STS-B dev",
+        METRIC_LABELS.get(metric, metric),
+        summary.get("dev_metric_key") or STSB_DEV_KEY,
+    )
