@@ -292,6 +292,16 @@ def test_bad_elastic_settings_stop_before_the_output_folder(
     assert not (tmp_path / "run").exists()
 
 
+def test_matryoshka_refuses_a_head_dropped_at_inference(tmp_path: Path, tiny_bert: Path) -> None:
+    from lwap.errors import ConfigError
+    from lwap.train import load_config
+
+    path = write_config(tmp_path, tiny_bert, matryoshka_dims=[32, 8])
+    with pytest.raises(ConfigError, match=r"set model\.mlp_at_inference: true"):
+        load_config(path, ["model.pooling=cls"])
+    load_config(path, ["model.pooling=cls", "model.mlp_at_inference=true"])
+
+
 @pytest.mark.parametrize(
     ("model_keys", "message"),
     [

@@ -49,6 +49,11 @@ def check_objective(objective: Any, model: Any, source: str) -> None:
         "objective.matryoshka_dims",
         source,
     )
+    if objective.matryoshka_dims is not None and model.pooling == "cls" and not model.mlp_at_inference:
+        raise ConfigError(
+            f"{source}: objective.matryoshka_dims with pooling cls trains the prefixes of the MLP's output, "
+            "which cls drops at inference (mlp_at_inference: false): set model.mlp_at_inference: true"
+        )
     depths = objective.depths
     _sizes(depths, "objective.depths", source)
     _weights(objective.depth_weights, depths, "objective.depth_weights", "objective.depths", source)

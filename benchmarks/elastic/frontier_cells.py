@@ -134,7 +134,7 @@ def run_cell(
     for depth in grid.depths():
         part = out / "depths" / f"depth-{depth}.json"
         if not part.is_file():
-            model = model or load_model(out / "model", device="cpu")
+            model = model or load_model(out / "model")  # where sentence-transformers puts it, as lwap eval
             part.parent.mkdir(parents=True, exist_ok=True)
             write_json_atomically(evaluate_depth(model, depth, grid.dims, tasks, max_length), part)
         depths[str(depth)] = read(part)

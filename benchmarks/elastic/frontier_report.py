@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.elastic.frontier_grid import GRIDS, POOLERS, Grid, row_name
+from benchmarks.elastic.frontier_grid import GRIDS, POOLERS, SMOKE_SETS, Grid, row_name
 
 METRICS = {"avg_all": "Avg. (all)", "scifact_ndcg@10": "SciFact nDCG@10"}
 ALPHA = 0.05
@@ -73,8 +73,19 @@ def paired(cells: Cells, mode: str, depth: int, metric: str) -> tuple[list[float
     return diffs, float(ttest_rel([x for x, _ in pairs], [y for _, y in pairs]).pvalue)
 
 
-def verdict_table(cells: Cells, grid: Grid, mode: str) -> list[str]:
-    rows = [(depth, metric) for depth in grid.depths()[:-1] for metric in METRICS]
+def metrics_of(cells: Cells) -> dict[str, str]:
+    """The pre-registered metrics the cells have; STS-B alone for cells scored on it alone (--smoke)."""
+    found: set[str] = set()
+    for seeds in cells.values():
+        for cell in seeds.values():
+            found |= set(cell["depths"]["1"]["scores"][str(cell["dims"][0])])
+    chosen = {key: label for key, label in METRICS.items() if key in found}
+    return chosen or ({"stsb": "STS-B"} if "stsb" in found else {})
+
+
+def verdict_table(cells: Cells, grid: Grid, mode: str, metrics: dict[str, str] | None = None) -> list[str]:
+    metrics = metrics or METRICS
+    rows = [(depth, metric) for depth in grid.depths()[:-1] for metric in metrics]
     found = [(depth, metric, *paired(cells, mode, depth, metric)) for depth, metric in rows]
     tested = [p for *_, p in found if p is not None]
     adjusted = iter(holm(tested))
@@ -89,7 +100,7 @@ def verdict_table(cells: Cells, grid: Grid, mode: str) -> list[str]:
         spread = f" ± {statistics.stdev(diffs):.2f}" if len(diffs) > 1 else ""
         same = sum(1 for d in diffs if (d > 0) == (mean > 0) and d != 0)
         start = (
-            f"| {depth} | {METRICS[metric]} | {', '.join(f'{d:+.2f}' for d in diffs)} | {mean:+.2f}{spread}"
+            f"| {depth} | {metrics[metric]} | {', '.join(f'{d:+.2f}' for d in diffs)} | {mean:+.2f}{spread}"
         )
         if p is None:
             lines.append(f"{start} | {same}/{len(diffs)} | — | — | too few seeds |")
@@ -125,8 +136,8 @@ def quality_table(cells: Cells, grid: Grid, metric: str, speed: dict[str, Any] |
     return lines
 
 
-def dims_table(cells: Cells, grid: Grid) -> list[str]:
-    """Avg. (all) of the depth-elastic lwap and mean rows at every depth and dimension."""
+def dims_table(cells: Cells, grid: Grid, metric: str) -> list[str]:
+    """`metric` of the depth-elastic lwap and mean rows at every depth and dimension."""
     rows = [r for r in (row_name("lwap", "elastic"), row_name("mean", "elastic")) if r in cells]
     header = " | ".join(f"`{r}` {d}" for r in rows for d in grid.dims)
     lines = [f"| depth | {header} |", "| ---: |" + " ---: |" * (len(rows) * len(grid.dims))]
@@ -134,7 +145,7 @@ def dims_table(cells: Cells, grid: Grid) -> list[str]:
         values = []
         for row in rows:
             for dim in grid.dims:
-                found = [value(c, depth, "avg_all", dim) for c in cells[row].values()]
+                found = [value(c, depth, metric, dim) for c in cells[row].values()]
                 values.append(shown([v for v in found if v is not None]))
         lines.append(f"| {depth} | {' | '.join(values)} |")
     return lines
@@ -147,16 +158,21 @@ def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> lis
     if not cells:
         return [title, "", "No cells yet.", ""]
     first = next(iter(next(iter(cells.values())).values()))
-    budget = ", ".join(f"`{o}`" for o in first["overrides"][2:]) or "none"
+    smoke = SMOKE_SETS[0] in first["overrides"]
+    budget = ", ".join(f"`{o}`" for o in grid.overrides("mean", "ordinary", 0, smoke)[2:]) or "none"
+    lwap_sets = ", ".join(f"`{s}`" for s in grid.lwap_sets)
+    metrics = metrics_of(cells)
     lines = [
         title,
         "",
         f"{count} cells of {len(grid.rows) * 3} planned (rows × seeds 0, 1, 2). Budget: `{grid.config}` with "
-        f"{budget}; evaluated at depths 1..{grid.layers} (`lwap.truncate`), {first['eval']['precision']}, "
-        f"max length {first['eval']['max_seq_length']}. Encode speed: `frontier.py speed` on this machine.",
+        f"{budget}; the `-elastic` rows add `objective.depths=[1..{grid.layers}]`"
+        f"{', the `lwap` rows ' + lwap_sets if lwap_sets else ''}. Evaluated at depths 1..{grid.layers} "
+        f"(`lwap.truncate`): {', '.join(first['eval']['tasks'])}, {first['eval']['precision']}, max length "
+        f"{first['eval']['max_seq_length']}. Encode speed: `frontier.py speed`, sentences per second.",
         "",
     ]
-    for metric, label in METRICS.items():
+    for metric, label in metrics.items():
         lines += [f"**{label} at each depth** (full width; mean ± sd over seeds):", ""]
         lines += [*quality_table(cells, grid, metric, speed), ""]
     for mode, what in (
@@ -164,8 +180,14 @@ def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> lis
         ("ordinary", "truncated after training"),
     ):
         lines += [f"**`lwap` − `mean` at the same depth, {what}**, paired by seed:", ""]
-        lines += [*verdict_table(cells, grid, mode), ""]
-    lines += ["**Avg. (all) at each dimension**, depth-elastic rows:", "", *dims_table(cells, grid), ""]
+        lines += [*verdict_table(cells, grid, mode, metrics), ""]
+    first_metric, label = next(iter(metrics.items()))
+    lines += [
+        f"**{label} at each dimension**, depth-elastic rows:",
+        "",
+        *dims_table(cells, grid, first_metric),
+        "",
+    ]
     return lines
 
 
@@ -189,8 +211,8 @@ def report_text(results: Path, speed_dir: Path, figure: str | None, grids: tuple
 
 
 def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid, ...] = GRIDS) -> bool:
-    """Avg. (all) against milliseconds per 1,000 sentences, a line per row through its depths, a panel
-    per grid with cells; False (nothing drawn) when no grid has cells and speeds."""
+    """Avg. (all) (STS-B alone for --smoke cells) against milliseconds per 1,000 sentences, a line per row
+    through its depths, a panel per grid with cells; False (nothing drawn) when none has cells and speeds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,6 +231,7 @@ def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid,
     figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2), squeeze=False)
     colours = dict(zip(POOLERS, ("tab:red", "tab:blue", "tab:green", "tab:purple"), strict=True))
     for axis, (grid, cells, speed) in zip(axes[0], panels, strict=True):
+        metric, label = next(iter(metrics_of(cells).items()))
         for pooler, mode in grid.rows:
             row = row_name(pooler, mode)
             if row not in cells:
@@ -216,9 +239,7 @@ def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid,
             xs, ys, errs = [], [], []
             for depth in grid.depths():
                 rate = speed_of(speed, pooler, depth)
-                found = [
-                    v for v in (value(c, depth, "avg_all") for c in cells[row].values()) if v is not None
-                ]
+                found = [v for v in (value(c, depth, metric) for c in cells[row].values()) if v is not None]
                 if rate and found:
                     xs.append(1e6 / rate)
                     ys.append(statistics.fmean(found))
@@ -230,8 +251,8 @@ def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid,
             )
         axis.set_title(f"{grid.name}, {grid.regime}")
         axis.set_xlabel("encode time, ms per 1,000 sentences")
+        axis.set_ylabel("Avg. (all) of 7 STS tasks" if metric == "avg_all" else label)
         axis.grid(alpha=0.3)
-    axes[0][0].set_ylabel("Avg. (all) of 7 STS tasks")
     axes[0][-1].legend(fontsize=7, loc="lower right")
     figure.tight_layout()
     save_figure_atomically(figure, output, dpi=120)

@@ -3,8 +3,10 @@
 Speed depends on the architecture, not on the weights or the training mode, so it is measured once per
 backbone and pooler on a freshly built model cut to each depth (lwap.truncate: its backbone really has k
 layers), encoding a fixed set of sentences as the evaluation does (bf16, max length 256, batch 128),
-the best of `repeats` timed runs after a warm-up. Dimensions do not change encoding time (only search
-cost), so they are not timed. One JSON file per backbone, written whole; a pooler already in it is kept.
+the best of `repeats` timed runs after a warm-up, the depths in rounds. Time is the machine's: measure
+with nothing else running (the file records the protocol and the torch threads). Dimensions do not
+change encoding time (only search cost), so they are not timed. One JSON file per backbone, written
+whole; a pooler already in it is kept.
 """
 
 from __future__ import annotations
@@ -34,17 +36,22 @@ def speed_sentences(count: int) -> list[str]:
     return list(sentences)[:count]
 
 
-def time_encoding(model: Any, sentences: list[str], repeats: int, precision: str) -> list[float]:
+def time_depths(models: dict[int, Any], sentences: list[str], repeats: int) -> dict[int, list[float]]:
+    """Seconds to encode `sentences` with each model, in rounds (every depth once per round), so that a
+    change of the machine's load during the measurement falls on every depth alike."""
     from lwap.encoding import encode
 
-    encode(
-        model, sentences[: EVAL_BATCH_SIZE * 2], batch_size=EVAL_BATCH_SIZE, precision=precision
-    )  # warm-up
-    seconds = []
-    for _ in range(repeats):
+    def once(model: Any, texts: list[str]) -> float:
         tick = time.perf_counter()
-        encode(model, sentences, batch_size=EVAL_BATCH_SIZE, precision=precision)
-        seconds.append(time.perf_counter() - tick)
+        encode(model, texts, batch_size=EVAL_BATCH_SIZE, precision=EVAL_PRECISION)
+        return time.perf_counter() - tick
+
+    for model in models.values():  # warm-up
+        once(model, sentences[: EVAL_BATCH_SIZE * 2])
+    seconds: dict[int, list[float]] = {depth: [] for depth in models}
+    for _ in range(repeats):
+        for depth, model in models.items():
+            seconds[depth].append(once(model, sentences))
     return seconds
 
 
@@ -65,16 +72,15 @@ def measure_pooler(
         if section == "model" and name not in ("pooling", "backbone"):
             options[name] = yaml.safe_load(value)
     model = build_model(grid.backbone, pooler, **options)
-    by_depth: dict[str, Any] = {}
-    for depth in grid.depths():
-        small = truncate_model(model, depth).eval()
+    models = {depth: truncate_model(model, depth).eval() for depth in grid.depths()}
+    for small in models.values():
         set_max_seq_length(small, max_length, lambda _: None)
-        seconds = time_encoding(small, sentences, repeats, EVAL_PRECISION)
-        best = min(seconds)
+    by_depth: dict[str, Any] = {}
+    for depth, seconds in time_depths(models, sentences, repeats).items():
         by_depth[str(depth)] = {
             "seconds": [round(s, 3) for s in seconds],
             "median_seconds": round(statistics.median(seconds), 3),
-            "sentences_per_second": round(len(sentences) / best, 1),
+            "sentences_per_second": round(len(sentences) / min(seconds), 1),
         }
     return by_depth
 
@@ -93,9 +99,9 @@ def measure(
     data.setdefault("backbone", grid.backbone)
     data["sentences"] = len(sentences)
     data["protocol"] = (
-        f"best of {repeats} timed encodes of the first {len(sentences)} distinct STS-B test sentences after "
-        f"a warm-up; {EVAL_PRECISION}, max length {max_length}, batch {EVAL_BATCH_SIZE}; torch threads "
-        f"{torch.get_num_threads()}"
+        f"best of {repeats} rounds of timed encodes (every depth once a round) of the first "
+        f"{len(sentences)} distinct STS-B test sentences after a warm-up; {EVAL_PRECISION}, max length "
+        f"{max_length}, batch {EVAL_BATCH_SIZE}; torch threads {torch.get_num_threads()}"
     )
     data["settings"] = settings.current(None, EVAL_PRECISION)
     poolers = data.setdefault("poolers", {})
