@@ -174,6 +174,10 @@ class World:
             return argv + (["--output", slots["output"]] if "output" in slots else []), env
         if target.command == "card":
             return ["card", value], env
+        if target.command == "truncate":
+            slots = {"model": str(self.tiny_lwap), "output": str(self.root / "small")}
+            slots[target.dest] = value
+            return ["truncate", slots["model"], slots["output"], "--layers", "1"], env
         config = self.root / "config.yaml"
         if target.dest == "config":
             config = path
@@ -414,6 +418,9 @@ def check_works(world: World, target: Target, path: Path, capfd, monkeypatch) ->
             assert np.load(world.root / "out.npy").shape == (rows, 32)
         if target.command == "eval" and target.dest == "output":
             assert (path / "results.json").is_file()
+        if target.command == "truncate":
+            small = path if target.dest == "output" else world.root / "small"
+            assert json.loads((small / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"] == 1
     after = snapshot(world.root)
     assert {key: after.get(key) for key in before} == before, "a file that existed before was changed"
     assert not [key for key in after if ".partial-" in key], "a temporary file was left behind"
