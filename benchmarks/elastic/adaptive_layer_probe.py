@@ -95,8 +95,12 @@ def library_terms(model: Any, columns: list[dict[str, Any]]) -> tuple[list[int],
 
 
 def build(backbone: str, pooling: str) -> Any:
+    """The model with `pooling`; a new head (lwap's, weighted's) drawn from seed 0, so reruns agree."""
+    import torch
+
     from lwap import build_model
 
+    torch.manual_seed(0)
     options = {"weighted_layer_start": 1} if pooling == "weighted" else {}
     return build_model(backbone, pooling, **options)
 
