@@ -156,6 +156,8 @@ def test_pipeline_end_to_end_on_a_tiny_grid(tmp_path: Path, tiny_bert: Path, mir
     assert (work / "tiny/unsup/mean-adaptive-seed0.log").read_text().count(
         "benchmarks.elastic.anchor_train"
     ) == 1
+    assert not (work / "tiny/unsup/mean-adaptive-seed0/checkpoints").exists()  # done: only the model kept
+    assert (work / "tiny/unsup/mean-adaptive-seed0/model/modules.json").is_file()
     assert run_grid(grid, [0], results, work, smoke=True, rows=None) == 0  # done cells are not run again
     speed = measure(grid, results / "speed" / "tiny.json", count=40, repeats=1, max_length=24)
     assert read(speed)["poolers"]["mean"]["5"]["sentences_per_second"] > 0

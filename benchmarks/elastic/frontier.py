@@ -12,8 +12,9 @@ sentence-transformers' AdaptiveLayerLoss with mean pooling as the anchor (fronti
 trained with the comparison grid's budget and evaluated at every depth 1..L and every dimension of its
 grid (7 STS tasks and SciFact, as the grid evaluates). Cells are small JSON files under
 benchmarks/results/elastic/ (tracked); models and partial evaluations under outputs/elastic/ (not
-tracked). A stopped run resumes where it stopped (training from its checkpoint, evaluation at the next
-depth); several processes can share a grid (each cell is locked). Pre-registered in docs/COMPARE.md.
+tracked; a done cell's checkpoints are removed, its kept model stays: about 90 MB a MiniLM cell). A
+stopped run resumes where it stopped (training from its checkpoint, evaluation at the next depth);
+several processes can share a grid (each cell is locked). Pre-registered in docs/COMPARE.md.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -159,6 +160,9 @@ def run_cell(
         "depths": depths,
     }
     write(grid.cell_file(results, pooler, mode, seed), cell)
+    # the cell is done: its checkpoints (optimizer state: ~3x the model) are not needed to re-evaluate
+    # the kept model, and 135 cells of them would fill a disk; the model folder stays
+    shutil.rmtree(out / "checkpoints", ignore_errors=True)
     return cell
 
 
