@@ -3,13 +3,7 @@ AdaptiveLayerLoss it reports hold against the installed library, and lwap's dept
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-
-from conftest import REPO
-
-if str(REPO) not in sys.path:  # benchmarks/ is imported from the repository root, as its scripts do
-    sys.path.insert(0, str(REPO))
 
 from benchmarks.elastic.adaptive_layer_probe import (
     POOLERS,

@@ -4,15 +4,11 @@ BERT with a hand-made data mirror."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import REPO
-
-if str(REPO) not in sys.path:  # benchmarks/ is imported from the repository root, as its scripts do
-    sys.path.insert(0, str(REPO))
 
 from benchmarks.elastic.frontier_cells import ReusedForward, evaluate_depth
 from benchmarks.elastic.frontier_grid import GRIDS, Grid
