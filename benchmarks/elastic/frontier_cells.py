@@ -116,7 +116,7 @@ def run_cell(
 ) -> dict[str, Any]:
     """Train and evaluate one cell (whatever of it is not done yet) and write its cell file."""
     from lwap.compare import settings
-    from lwap.compare.cells import read, write
+    from lwap.files import read_json_object as read  # not lwap.compare's reader: no grid cells here
     from lwap.files import write_json_atomically
     from lwap.model import load_model
 
@@ -159,7 +159,9 @@ def run_cell(
         "settings": {**recorded, "train_precision": summary.get("precision")},
         "depths": depths,
     }
-    write(grid.cell_file(results, pooler, mode, seed), cell)
+    cell_file = grid.cell_file(results, pooler, mode, seed)
+    cell_file.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomically(cell, cell_file)  # whole or not at all: a cell file's existence means done
     # the cell is done: its checkpoints (optimizer state: ~3x the model) are not needed to re-evaluate
     # the kept model, and 135 cells of them would fill a disk; the model folder stays
     shutil.rmtree(out / "checkpoints", ignore_errors=True)

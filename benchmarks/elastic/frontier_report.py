@@ -22,7 +22,7 @@ Cells = dict[str, dict[int, dict[str, Any]]]  # row -> seed -> cell
 
 
 def load(results: Path, grid: Grid) -> Cells:
-    from lwap.compare.cells import read
+    from lwap.files import read_json_object as read  # frontier cells, not the comparison grid's
 
     cells: Cells = {}
     for path in sorted((results / grid.name / grid.regime).glob("*.json")):
