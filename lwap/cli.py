@@ -1,4 +1,5 @@
-"""The `lwap` command: `lwap encode`, `lwap train`, `lwap mine`, `lwap eval`, `lwap card`, `lwap compare`.
+"""The `lwap` command: `lwap encode`, `lwap truncate`, `lwap train`, `lwap mine`, `lwap eval`, `lwap card`,
+`lwap compare`.
 
 Each subcommand lives in its own module with `HELP`, `add_arguments(parser)` and `run(args) -> int`;
 heavy imports happen inside `run`, so `lwap --help` is instant. A user error (`LwapError`) becomes one
@@ -16,6 +17,7 @@ from lwap.errors import LwapError
 
 SUBCOMMANDS = {
     "encode": "lwap.encode_cli",
+    "truncate": "lwap.truncate_cli",
     "train": "lwap.train.cli",
     "mine": "lwap.train.mine_cli",
     "eval": "lwap.eval.cli",

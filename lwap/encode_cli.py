@@ -34,6 +34,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "bf16 on the benchmark machine (docs/BENCHMARKS.md); needs pip install 'lwap[openvino]'",
     )
     parser.add_argument("--max-seq-length", type=int, default=None, help="truncate longer inputs (tokens)")
+    parser.add_argument(
+        "--dims",
+        type=int,
+        default=None,
+        help="keep the first D dimensions of each vector (Matryoshka; with --normalize, renormalised)",
+    )
+    parser.add_argument(
+        "--layers",
+        type=int,
+        default=None,
+        help="encode with the backbone's first K layers, the pooler reading levels 0..K (faster; "
+        "docs/ENCODING.md); lwap truncate saves such a model",
+    )
     add_device(parser)
     add_no_progress(parser)
     add_trust_remote_code(parser)
@@ -51,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.max_seq_length is not None and args.max_seq_length < 1:
         raise InputError(f"--max-seq-length must be at least 1, got {args.max_seq_length}")
+    for flag, value in (("--dims", args.dims), ("--layers", args.layers)):
+        if value is not None and value < 1:
+            raise InputError(f"{flag} must be at least 1, got {value}")
     device = args.device
     if args.backend == "openvino":
         if device not in (None, "cpu"):
@@ -64,6 +80,14 @@ def run(args: argparse.Namespace) -> int:
             f"{args.output} already exists; pass --overwrite to replace it, or choose another --output"
         )
     model = load_model(args.model, device=device, trust_remote_code=args.trust_remote_code)
+    if args.layers is not None or args.dims is not None:
+        from lwap.truncate import check_dims, truncate_model
+
+        if args.layers is not None:
+            model = truncate_model(model, args.layers)
+        if args.dims is not None:
+            check_dims(model, args.dims)
+            model.truncate_dim = args.dims
     if args.max_seq_length is not None:
         set_max_seq_length(model, args.max_seq_length, lambda message: print(message, file=sys.stderr))
     if args.backend == "openvino":

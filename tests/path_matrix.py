@@ -68,6 +68,21 @@ TARGETS = (
     ),
     Target("encode --output", "encode", "argument", "output", OUTPUT_FILE, "out.npy", "a .npy file to write"),
     Target(
+        "truncate MODEL",
+        "truncate",
+        "argument",
+        "model",
+        INPUT_FOLDER,
+        "model",
+        "a saved model folder",
+        inner="modules.json",
+        weights="model.safetensors",
+        model=".",
+    ),
+    Target(
+        "truncate OUTPUT", "truncate", "argument", "output", OUTPUT_FOLDER, "small", "a new folder to write"
+    ),
+    Target(
         "eval MODEL",
         "eval",
         "argument",
@@ -206,6 +221,11 @@ NOT_PATHS: dict[str, str] = {
     "encode device": "a device name",
     "encode no_progress": "a flag",
     "encode overwrite": "a flag (replace an existing --output)",
+    "encode dims": "a number",
+    "encode layers": "a number",
+    "truncate dims": "a number",
+    "truncate layers": "a number",
+    "truncate trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",
     "encode trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",
     "eval trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",
     "card trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",
@@ -276,6 +296,11 @@ NOT_PATHS: dict[str, str] = {
     "objective.name": "a choice",
     "objective.temperature": "a number",
     "objective.hard_negative_weight": "a number",
+    "objective.matryoshka_dims": "numbers",
+    "objective.matryoshka_weights": "numbers",
+    "objective.depths": "numbers",
+    "objective.depth_weights": "numbers",
+    "objective.depth_sample": "a number",
     **dict.fromkeys(
         (
             "training.epochs",

@@ -13,7 +13,7 @@ from conftest import REPO
 from benchmarks import MOVED, RETIRED, RETIRED_AT, current, retired_note
 from benchmarks.speed.speed_before_after import speed_script
 
-SCRIPT_FOLDERS = ("speed", "baselines", "grid", "backbone", "owntask")
+SCRIPT_FOLDERS = ("speed", "baselines", "grid", "backbone", "owntask", "elastic")
 BOOTSTRAP = (
     'if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would\n'
     "    sys.path.insert(0, str(Path(__file__).resolve().parents[{}]))\n"

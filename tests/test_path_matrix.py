@@ -191,6 +191,10 @@ class World:
             slots[target.dest] = value
             argv = ["mine", slots["pairs"], "--model", slots["model"], "--output", slots["output"]]
             return [*argv, "--corpus", slots["corpus"], "--relative-margin", "-1"], env
+        if target.command == "truncate":
+            slots = {"model": str(self.tiny_lwap), "output": str(self.root / "small")}
+            slots[target.dest] = value
+            return ["truncate", slots["model"], slots["output"], "--layers", "1"], env
         config = self.root / "config.yaml"
         if target.dest == "config":
             config = path
@@ -437,6 +441,9 @@ def check_works(world: World, target: Target, path: Path, capfd, monkeypatch) ->
         if target.command == "mine":
             mined = path if target.dest == "output" else world.root / "mined.csv"
             assert mined.read_text(encoding="utf-8").startswith("sent0,sent1,hard_neg\n")
+        if target.command == "truncate":
+            small = path if target.dest == "output" else world.root / "small"
+            assert json.loads((small / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"] == 1
     after = snapshot(world.root)
     assert {key: after.get(key) for key in before} == before, "a file that existed before was changed"
     assert not [key for key in after if ".partial-" in key], "a temporary file was left behind"

@@ -107,6 +107,12 @@ class ObjectiveConfig:
     name: str  # unsup_simcse | sup_simcse
     temperature: float = 0.05
     hard_negative_weight: float = 1.0  # SimCSE's α: log α is added to each hard-negative logit (sup only)
+    # elastic embeddings (lwap.train.elastic, docs/TRAINING.md "Elastic embeddings"):
+    matryoshka_dims: list[int] | None = None  # the loss also on the first d dimensions, renormalised
+    matryoshka_weights: list[float] | None = None  # one per matryoshka_dims entry; null = equal (1 each)
+    depths: list[int] | None = None  # the loss also at these backbone depths k (levels 0..k); must hold L
+    depth_weights: list[float] | None = None  # one per depths entry; null = equal (1 each)
+    depth_sample: int | None = None  # n: each step L and n other depths drawn (weighted to the same mean)
 
 
 @dataclass
@@ -421,6 +427,9 @@ def _check_values(c: TrainConfig, source: str) -> None:
         "> 0 (SimCSE's α)",
         c.objective.hard_negative_weight,
     )
+    from lwap.train.elastic_config import check_objective
+
+    check_objective(c.objective, c.model, source)
     if c.objective.name == "unsup_simcse" and c.objective.hard_negative_weight != 1.0:
         raise ConfigError(
             f"{source}: objective.hard_negative_weight applies to sup_simcse only (unsup_simcse has no hard "

@@ -172,6 +172,9 @@ def card_text(
         "## Usage",
         _usage(code),
     ]
+    from lwap.train.elastic_card import elastic_section
+
+    parts += elastic_section(config.objective, bool(code))  # Matryoshka dims, depths: truncate_dim, --layers
     if m.pooling == "lwap":
         parts += ["## Layer-wise attention pooling", _about_lwap(m)]
     parts += ["## Training", _training(config, summary, logged)]

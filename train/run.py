@@ -70,6 +70,9 @@ def _train(
 
     # inputs before the output folder: a bad backbone or data file must not clear or start a run there
     check_backbone(config.model.backbone, trust_remote_code=config.model.trust_remote_code)
+    from lwap.train.elastic_config import check_backbone_depths
+
+    check_backbone_depths(config, config_path or "config")  # objective.depths, matryoshka_dims
     with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
         dataset = load_train_dataset(config.data, config.objective.name)
     from lwap.train.dev_sets import load_dev_set

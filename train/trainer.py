@@ -18,6 +18,7 @@ from lwap.train import outputs
 from lwap.train.config import ModelConfig, TrainConfig
 
 if TYPE_CHECKING:
+    import torch
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
@@ -53,7 +54,7 @@ class BuiltTrainer:
 
     trainer: SentenceTransformerTrainer
     model: SentenceTransformer
-    loss: SimCSELoss | CachedSimCSELoss
+    loss: SimCSELoss | CachedSimCSELoss | torch.nn.Module  # the last: elastic losses (lwap.train.elastic)
     evaluator: SentenceEvaluator | None
     dev: DevSet | None  # the dev set that selects the kept checkpoint (eval.dev)
     args: SentenceTransformerTrainingArguments
@@ -262,6 +263,10 @@ def build_trainer(
         from lwap.train.cached_loss import CachedSimCSELoss
 
         loss = CachedSimCSELoss(loss, config.training.mini_batch_size)
+    if config.objective.matryoshka_dims is not None or config.objective.depths is not None:
+        from lwap.train.elastic import elastic_loss
+
+        loss = elastic_loss(config.objective, model, loss)  # Matryoshka, depths (docs/TRAINING.md)
     apply_device_settings(config, model, on_cuda, say=args.process_index == 0)
     if config.training.batch_sampler == "length_grouped":
         from lwap.train.sampling import LengthGroupedBatches, token_lengths

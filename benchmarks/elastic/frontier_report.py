@@ -1,0 +1,260 @@
+"""The frontier's report: a RESULTS-style Markdown section and one figure (quality against encode time).
+
+Read as pre-registered (docs/COMPARE.md, "the elastic frontier"): at each depth k < L of a grid, the
+paired difference d_s = lwap_s − mean_s (same seed, same data order) on Avg. (all) and SciFact nDCG@10,
+mean ± sd, the seeds with d of the mean's sign, the two-sided paired t-test (scipy's `ttest_rel`) and
+Holm's step-down over the grid's family (every depth k < L × both metrics); above / below where the
+Holm-adjusted p < 0.05, level otherwise. Primary: the depth-elastic rows; secondary: the ordinary rows
+truncated after training.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from benchmarks.elastic.frontier_grid import GRIDS, POOLERS, SMOKE_SETS, Grid, row_name
+
+METRICS = {"avg_all": "Avg. (all)", "scifact_ndcg@10": "SciFact nDCG@10"}
+ALPHA = 0.05
+Cells = dict[str, dict[int, dict[str, Any]]]  # row -> seed -> cell
+
+
+def load(results: Path, grid: Grid) -> Cells:
+    from lwap.files import read_json_object as read  # frontier cells, not the comparison grid's
+
+    cells: Cells = {}
+    for path in sorted((results / grid.name / grid.regime).glob("*.json")):
+        cell = read(path)
+        cells.setdefault(cell["row"], {})[int(cell["seed"])] = cell
+    return cells
+
+
+def value(cell: dict[str, Any], depth: int, metric: str, dim: int | None = None) -> float | None:
+    dims = cell["depths"][str(depth)]["scores"]
+    scores = dims[str(dim if dim is not None else cell["dims"][0])]
+    return scores.get(metric)
+
+
+def shown(values: list[float]) -> str:
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (scipy has none; statsmodels is not a dependency)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def paired(cells: Cells, mode: str, depth: int, metric: str) -> tuple[list[float], float | None]:
+    """d_s = lwap − mean per shared seed at `depth`, and the paired t-test's p (None under 2 seeds)."""
+    from scipy.stats import ttest_rel
+
+    lwap, mean = cells.get(row_name("lwap", mode), {}), cells.get(row_name("mean", mode), {})
+    seeds = sorted(set(lwap) & set(mean))
+    a = [value(lwap[s], depth, metric) for s in seeds]
+    b = [value(mean[s], depth, metric) for s in seeds]
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    diffs = [x - y for x, y in pairs]
+    if len(pairs) < 2:
+        return diffs, None
+    if len(set(diffs)) == 1:  # no spread: the t statistic is undefined
+        return diffs, 0.0 if diffs[0] != 0 else 1.0
+    return diffs, float(ttest_rel([x for x, _ in pairs], [y for _, y in pairs]).pvalue)
+
+
+def metrics_of(cells: Cells) -> dict[str, str]:
+    """The pre-registered metrics the cells have; STS-B alone for cells scored on it alone (--smoke)."""
+    found: set[str] = set()
+    for seeds in cells.values():
+        for cell in seeds.values():
+            found |= set(cell["depths"]["1"]["scores"][str(cell["dims"][0])])
+    chosen = {key: label for key, label in METRICS.items() if key in found}
+    return chosen or ({"stsb": "STS-B"} if "stsb" in found else {})
+
+
+def verdict_table(cells: Cells, grid: Grid, mode: str, metrics: dict[str, str] | None = None) -> list[str]:
+    metrics = metrics or METRICS
+    rows = [(depth, metric) for depth in grid.depths()[:-1] for metric in metrics]
+    found = [(depth, metric, *paired(cells, mode, depth, metric)) for depth, metric in rows]
+    tested = [p for *_, p in found if p is not None]
+    adjusted = iter(holm(tested))
+    lines = [
+        "| depth | metric | d per seed | mean d ± sd | seeds of its sign | p (paired t) | Holm p | verdict |",
+        "| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for depth, metric, diffs, p in found:
+        if not diffs:
+            continue
+        mean = statistics.fmean(diffs)
+        spread = f" ± {statistics.stdev(diffs):.2f}" if len(diffs) > 1 else ""
+        same = sum(1 for d in diffs if (d > 0) == (mean > 0) and d != 0)
+        start = (
+            f"| {depth} | {metrics[metric]} | {', '.join(f'{d:+.2f}' for d in diffs)} | {mean:+.2f}{spread}"
+        )
+        if p is None:
+            lines.append(f"{start} | {same}/{len(diffs)} | — | — | too few seeds |")
+            continue
+        holm_p = next(adjusted)
+        verdict = ("**above**" if mean > 0 else "**below**") if holm_p < ALPHA else "level"
+        lines.append(f"{start} | {same}/{len(diffs)} | {p:.3f} | {holm_p:.3f} | {verdict} |")
+    return lines
+
+
+def speed_of(speed: dict[str, Any] | None, pooler: str, depth: int) -> float | None:
+    """Sentences per second of `pooler` at `depth` (None where not measured)."""
+    if not speed:
+        return None
+    entry = speed.get("poolers", {}).get(pooler, {}).get(str(depth))
+    return entry["sentences_per_second"] if entry else None
+
+
+def quality_table(cells: Cells, grid: Grid, metric: str, speed: dict[str, Any] | None) -> list[str]:
+    present = [row_name(p, m) for p, m in grid.rows if row_name(p, m) in cells]
+    lines = [
+        f"| depth | sentences/s (mean · lwap) | {' | '.join(f'`{r}`' for r in present)} |",
+        "| ---: | ---: |" + " ---: |" * len(present),
+    ]
+    for depth in grid.depths():
+        rate = [speed_of(speed, pooler, depth) for pooler in ("mean", "lwap")]
+        rates = " · ".join("—" if r is None else f"{r:.0f}" for r in rate)
+        values = []
+        for row in present:
+            found = [value(c, depth, metric) for c in cells[row].values()]
+            values.append(shown([v for v in found if v is not None]))
+        lines.append(f"| {depth} | {rates} | {' | '.join(values)} |")
+    return lines
+
+
+def dims_table(cells: Cells, grid: Grid, metric: str) -> list[str]:
+    """`metric` of the depth-elastic lwap and mean rows at every depth and dimension."""
+    rows = [r for r in (row_name("lwap", "elastic"), row_name("mean", "elastic")) if r in cells]
+    header = " | ".join(f"`{r}` {d}" for r in rows for d in grid.dims)
+    lines = [f"| depth | {header} |", "| ---: |" + " ---: |" * (len(rows) * len(grid.dims))]
+    for depth in grid.depths():
+        values = []
+        for row in rows:
+            for dim in grid.dims:
+                found = [value(c, depth, metric, dim) for c in cells[row].values()]
+                values.append(shown([v for v in found if v is not None]))
+        lines.append(f"| {depth} | {' | '.join(values)} |")
+    return lines
+
+
+def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> list[str]:
+    cells = load(results, grid)
+    count = sum(len(seeds) for seeds in cells.values())
+    title = f"## {grid.name}, {'unsupervised' if grid.regime == 'unsup' else 'supervised'}"
+    if not cells:
+        return [title, "", "No cells yet.", ""]
+    first = next(iter(next(iter(cells.values())).values()))
+    smoke = SMOKE_SETS[0] in first["overrides"]
+    budget = ", ".join(f"`{o}`" for o in grid.overrides("mean", "ordinary", 0, smoke)[2:]) or "none"
+    lwap_sets = ", ".join(f"`{s}`" for s in grid.lwap_sets)
+    metrics = metrics_of(cells)
+    lines = [
+        title,
+        "",
+        f"{count} cells of {len(grid.rows) * 3} planned (rows × seeds 0, 1, 2). Budget: `{grid.config}` with "
+        f"{budget}; the `-elastic` rows add `objective.depths=[1..{grid.layers}]`"
+        f"{', the `lwap` rows ' + lwap_sets if lwap_sets else ''}. Evaluated at depths 1..{grid.layers} "
+        f"(`lwap.truncate`): {', '.join(first['eval']['tasks'])}, {first['eval']['precision']}, max length "
+        f"{first['eval']['max_seq_length']}. Encode speed: `frontier.py speed`, sentences per second.",
+        "",
+    ]
+    for metric, label in metrics.items():
+        lines += [f"**{label} at each depth** (full width; mean ± sd over seeds):", ""]
+        lines += [*quality_table(cells, grid, metric, speed), ""]
+    for mode, what in (
+        ("elastic", "trained depth-elastic (primary)"),
+        ("ordinary", "truncated after training"),
+    ):
+        lines += [f"**`lwap` − `mean` at the same depth, {what}**, paired by seed:", ""]
+        lines += [*verdict_table(cells, grid, mode, metrics), ""]
+    first_metric, label = next(iter(metrics.items()))
+    lines += [
+        f"**{label} at each dimension**, depth-elastic rows:",
+        "",
+        *dims_table(cells, grid, first_metric),
+        "",
+    ]
+    return lines
+
+
+def report_text(results: Path, speed_dir: Path, figure: str | None, grids: tuple[Grid, ...] = GRIDS) -> str:
+    from lwap.files import read_json_object
+
+    lines = [
+        "# The elastic frontier (issue 51)",
+        "",
+        "Generated by `python benchmarks/elastic/frontier.py report` from the cell files in "
+        f"`{results}`; pre-registered in docs/COMPARE.md. Do not edit by hand.",
+        "",
+    ]
+    if figure:
+        lines += [f"![quality against encode time]({figure})", ""]
+    for grid in grids:
+        speed_file = speed_dir / f"{grid.name}.json"
+        speed = read_json_object(speed_file) if speed_file.is_file() else None
+        lines += grid_section(results, grid, speed)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid, ...] = GRIDS) -> bool:
+    """Avg. (all) (STS-B alone for --smoke cells) against milliseconds per 1,000 sentences, a line per row
+    through its depths, a panel per grid with cells; False (nothing drawn) when none has cells and speeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lwap.files import read_json_object, save_figure_atomically
+
+    panels = []
+    for grid in grids:
+        speed_file = speed_dir / f"{grid.name}.json"
+        cells = load(results, grid)
+        if cells and speed_file.is_file():
+            panels.append((grid, cells, read_json_object(speed_file)))
+    if not panels:
+        return False
+    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2), squeeze=False)
+    colours = dict(zip(POOLERS, ("tab:red", "tab:blue", "tab:green", "tab:purple"), strict=True))
+    for axis, (grid, cells, speed) in zip(axes[0], panels, strict=True):
+        metric, label = next(iter(metrics_of(cells).items()))
+        for pooler, mode in grid.rows:
+            row = row_name(pooler, mode)
+            if row not in cells:
+                continue
+            xs, ys, errs = [], [], []
+            for depth in grid.depths():
+                rate = speed_of(speed, pooler, depth)
+                found = [v for v in (value(c, depth, metric) for c in cells[row].values()) if v is not None]
+                if rate and found:
+                    xs.append(1e6 / rate)
+                    ys.append(statistics.fmean(found))
+                    errs.append(statistics.stdev(found) if len(found) > 1 else 0.0)
+            style = {"elastic": "-", "ordinary": ":", "adaptive": "--"}[mode]
+            colour = "black" if mode == "adaptive" else colours[pooler]
+            axis.errorbar(
+                xs, ys, yerr=errs, fmt="o" + style, color=colour, label=row, markersize=3, capsize=2
+            )
+        axis.set_title(f"{grid.name}, {grid.regime}")
+        axis.set_xlabel("encode time, ms per 1,000 sentences")
+        axis.set_ylabel("Avg. (all) of 7 STS tasks" if metric == "avg_all" else label)
+        axis.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    save_figure_atomically(figure, output, dpi=120)
+    plt.close(figure)
+    return True

@@ -1,0 +1,115 @@
+"""Encode speed at each depth: the frontier's other axis.
+
+Speed depends on the architecture, not on the weights or the training mode, so it is measured once per
+backbone and pooler on a freshly built model cut to each depth (lwap.truncate: its backbone really has k
+layers), encoding a fixed set of sentences as the evaluation does (bf16, max length 256, batch 128),
+the best of `repeats` timed runs after a warm-up, the depths in rounds. Time is the machine's: measure
+with nothing else running (the file records the protocol and the torch threads). Dimensions do not
+change encoding time (only search cost), so they are not timed. One JSON file per backbone, written
+whole; a pooler already in it is kept.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.elastic.frontier_grid import (
+    EVAL_BATCH_SIZE,
+    EVAL_MAX_SEQ_LENGTH,
+    EVAL_PRECISION,
+    POOLERS,
+    Grid,
+)
+
+
+def speed_sentences(count: int) -> list[str]:
+    """The first `count` distinct sentences of STS-B test (the data mirror, or its hub copy)."""
+    from lwap.eval.sts_data import load_sts_task
+
+    task = load_sts_task("stsb", "senteval")
+    sentences = dict.fromkeys(
+        s for part in task.subsets.values() for s in (*part.sentences1, *part.sentences2)
+    )
+    return list(sentences)[:count]
+
+
+def time_depths(models: dict[int, Any], sentences: list[str], repeats: int) -> dict[int, list[float]]:
+    """Seconds to encode `sentences` with each model, in rounds (every depth once per round), so that a
+    change of the machine's load during the measurement falls on every depth alike."""
+    from lwap.encoding import encode
+
+    def once(model: Any, texts: list[str]) -> float:
+        tick = time.perf_counter()
+        encode(model, texts, batch_size=EVAL_BATCH_SIZE, precision=EVAL_PRECISION)
+        return time.perf_counter() - tick
+
+    for model in models.values():  # warm-up
+        once(model, sentences[: EVAL_BATCH_SIZE * 2])
+    seconds: dict[int, list[float]] = {depth: [] for depth in models}
+    for _ in range(repeats):
+        for depth, model in models.items():
+            seconds[depth].append(once(model, sentences))
+    return seconds
+
+
+def measure_pooler(
+    grid: Grid, pooler: str, sentences: list[str], repeats: int, max_length: int
+) -> dict[str, Any]:
+    """{depth: {seconds, sentences_per_second}} for `pooler` on `grid`'s backbone, depths 1..L."""
+    import yaml
+
+    from lwap import build_model
+    from lwap.model import set_max_seq_length
+    from lwap.truncate import truncate_model
+
+    options: dict[str, Any] = {}  # the row's model settings (all-MiniLM-L6-v2's lwap: the native start)
+    for override in grid.overrides(pooler, "ordinary", 0):
+        key, _, value = override.partition("=")
+        section, name = key.split(".", 1)
+        if section == "model" and name not in ("pooling", "backbone"):
+            options[name] = yaml.safe_load(value)
+    model = build_model(grid.backbone, pooler, **options)
+    models = {depth: truncate_model(model, depth).eval() for depth in grid.depths()}
+    for small in models.values():
+        set_max_seq_length(small, max_length, lambda _: None)
+    by_depth: dict[str, Any] = {}
+    for depth, seconds in time_depths(models, sentences, repeats).items():
+        by_depth[str(depth)] = {
+            "seconds": [round(s, 3) for s in seconds],
+            "median_seconds": round(statistics.median(seconds), 3),
+            "sentences_per_second": round(len(sentences) / min(seconds), 1),
+        }
+    return by_depth
+
+
+def measure(
+    grid: Grid, output: Path, count: int = 2000, repeats: int = 3, max_length: int = EVAL_MAX_SEQ_LENGTH
+) -> Path:
+    """Time every pooler of `grid`'s backbone at every depth into `output` (kept poolers skipped)."""
+    import torch
+
+    from lwap.compare import settings
+    from lwap.files import read_json_object, write_json_atomically
+
+    data = read_json_object(output) if output.is_file() else {}
+    sentences = speed_sentences(count)
+    data.setdefault("backbone", grid.backbone)
+    data["sentences"] = len(sentences)
+    data["protocol"] = (
+        f"best of {repeats} rounds of timed encodes (every depth once a round) of the first "
+        f"{len(sentences)} distinct STS-B test sentences after a warm-up; {EVAL_PRECISION}, max length "
+        f"{max_length}, batch {EVAL_BATCH_SIZE}; torch threads {torch.get_num_threads()}"
+    )
+    data["settings"] = settings.current(None, EVAL_PRECISION)
+    poolers = data.setdefault("poolers", {})
+    for pooler in POOLERS:
+        if pooler in poolers:
+            continue
+        print(f"[speed] {grid.name} {pooler}", flush=True)
+        poolers[pooler] = measure_pooler(grid, pooler, sentences, repeats, max_length)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomically(data, output)
+    return output

@@ -1,0 +1,162 @@
+"""benchmarks/elastic/frontier*.py: the budgets, the reuse of one encoding across dimensions, the
+AdaptiveLayerLoss anchor, the report's paired statistics, and (slow) the pipeline end to end on the tiny
+BERT with a hand-made data mirror."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import REPO
+
+from benchmarks.elastic.frontier_cells import ReusedForward, evaluate_depth
+from benchmarks.elastic.frontier_grid import GRIDS, Grid
+from benchmarks.elastic.frontier_report import holm, paired, verdict_table
+from lwap import build_model
+
+
+def test_budgets_are_the_comparison_grids_plus_the_row() -> None:
+    minilm = next(g for g in GRIDS if g.name == "all-MiniLM-L6-v2" and g.regime == "unsup")
+    assert minilm.config == "configs/compare/unsup-minilm.yaml"
+    assert minilm.overrides("lwap", "elastic", 1) == [
+        "model.pooling=lwap",
+        "training.seed=1",
+        "model.lwap_start=native",
+        "objective.depths=[1, 2, 3, 4, 5, 6]",
+    ]
+    assert minilm.overrides("mean", "ordinary", 0) == ["model.pooling=mean", "training.seed=0"]
+    prenorm = next(g for g in GRIDS if g.name == "bert-prenorm-4l256-sentences")
+    assert (prenorm.regime, prenorm.layers, prenorm.dims[0]) == ("sup", 4, 256)
+    sets = prenorm.overrides("first_last_avg", "adaptive", 2)
+    assert sets[2:5] == [
+        "model.backbone=benchmarks/backbones/bert-prenorm-4l256-sentences",
+        "training.learning_rate=3e-4",
+        "training.epochs=3",
+    ]
+    # the committed comparison cells of that grid ran with the same budget
+    from lwap.compare.cells import read
+
+    committed = read(
+        REPO / "benchmarks/results/compare/backbones/bert-prenorm-4l256-sentences/sup/mean-seed0.json"
+    )
+    assert committed["overrides"][2:] == sets[2:6]
+    assert {g.name for g in GRIDS} == {"all-MiniLM-L6-v2", "minilm-l6-mlm", "bert-prenorm-4l256-sentences"}
+
+
+@pytest.fixture
+def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from eval_mirror import make_mirror
+
+    make_mirror(tmp_path / "mirror")
+    monkeypatch.setenv("LWAP_DATA_DIR", str(tmp_path / "mirror"))
+    return tmp_path / "mirror"
+
+
+def test_dimensions_reuse_one_encoding_and_score_as_a_fresh_one(tiny_bert: Path, mirror: Path) -> None:
+    from lwap.compare.cells import scores
+    from lwap.eval.api import evaluate_model
+    from lwap.truncate import truncate_model
+
+    model = build_model(str(tiny_bert), "lwap").eval()
+    got = evaluate_depth(model, 3, (32, 12), ("stsb", "scifact"), 32)
+    assert got["reused_batches"] > 0 and "layer_attention" in got
+    small = truncate_model(model, 3).eval()
+    small.truncate_dim = 12
+    fresh = scores(evaluate_model(small, ("stsb", "scifact"), precision="bf16", max_seq_length=32))
+    assert got["scores"]["12"] == pytest.approx(fresh, abs=1e-9)
+    assert got["scores"]["12"]["stsb"] != got["scores"]["32"]["stsb"]
+
+
+def test_reused_forward_refuses_training_mode(tiny_bert: Path) -> None:
+    model = build_model(str(tiny_bert), "mean").train()
+    with pytest.raises(ValueError, match="eval-mode"), ReusedForward().active(model):
+        pass
+
+
+def test_anchor_trains_with_adaptive_layer_loss_on_two_columns(tmp_path: Path, tiny_bert: Path) -> None:
+    from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss
+    from test_train_run import tiny_config
+
+    from benchmarks.elastic.anchor_train import TwoColumns, anchored
+    from lwap.train import load_config
+    from lwap.train.trainer import build_trainer
+
+    config = load_config(tiny_config(tmp_path, tiny_bert, training={"max_steps": 2}), ["model.pooling=mean"])
+    built = anchored(build_trainer)(config, tmp_path / "out", checkpoints=False)
+    assert isinstance(built.trainer.loss, TwoColumns) and isinstance(
+        built.trainer.loss.loss, AdaptiveLayerLoss
+    )
+    seen: list[int] = []
+    built.trainer.loss.loss.loss.register_forward_pre_hook(lambda _, args: seen.append(len(args[0])))
+    before = [p.detach().clone() for p in built.model.parameters() if p.requires_grad]
+    built.trainer.train()
+    assert seen and set(seen) == {2}  # every term sees two columns (their own feature dicts)
+    after = [p.detach() for p in built.model.parameters() if p.requires_grad]
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def fake_cell(value_by_depth: dict[int, float]) -> dict:
+    return {
+        "dims": [32],
+        "depths": {
+            str(d): {"scores": {"32": {"avg_all": v, "scifact_ndcg@10": v / 2}}}
+            for d, v in value_by_depth.items()
+        },
+    }
+
+
+def test_report_reads_paired_differences_with_holm() -> None:
+    """The statistics of the pre-registered reading, on cells made up for the test (not results)."""
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    grid = Grid("tiny", "b", "unsup", 2, (32,))
+    cells = {
+        "lwap-elastic": {s: fake_cell({1: 50.0 + s + 3.0 + 0.1 * s * s, 2: 60.0 + s}) for s in (0, 1, 2)},
+        "mean-elastic": {s: fake_cell({1: 50.0 + s, 2: 60.0 + s + 0.5}) for s in (0, 1, 2)},
+    }
+    diffs, p = paired(cells, "elastic", 1, "avg_all")
+    assert diffs == pytest.approx([3.0, 3.1, 3.4]) and 0 < p < 0.01
+    table = verdict_table(cells, grid, "elastic")
+    assert len(table) == 4  # header, rule, depth 1 × two metrics (depth 2 = L is no question)
+    assert table[2].startswith("| 1 | Avg. (all) | +3.00, +3.10, +3.40 | +3.17 ± 0.21 | 3/3 |")
+    assert table[2].endswith("**above** |")
+
+
+@pytest.mark.slow
+def test_pipeline_end_to_end_on_a_tiny_grid(tmp_path: Path, tiny_bert: Path, mirror: Path) -> None:
+    """Train (lwap train, the anchor) and evaluate three rows at every depth and dimension, resume, time
+    the encoding, report: what `frontier.py run --smoke` does with the real backbones."""
+    from benchmarks.elastic.frontier_cells import run_grid
+    from benchmarks.elastic.frontier_report import draw_figure, report_text
+    from benchmarks.elastic.frontier_speed import measure
+    from lwap.files import read_json_object as read
+
+    grid = Grid(
+        "tiny",
+        str(tiny_bert),
+        "unsup",
+        5,
+        (32, 16),
+        sets=("model.max_seq_length=24",),
+        rows=(("lwap", "elastic"), ("mean", "ordinary"), ("mean", "adaptive")),
+    )
+    results, work = tmp_path / "results", tmp_path / "work"
+    assert run_grid(grid, [0], results, work, smoke=True, rows=None) == 3
+    for pooler, mode in grid.rows:
+        cell = read(grid.cell_file(results, pooler, mode, 0))
+        assert sorted(cell["depths"], key=int) == ["1", "2", "3", "4", "5"]
+        assert (
+            set(cell["depths"]["1"]["scores"]) == {"32", "16"}
+            and "stsb" in cell["depths"]["1"]["scores"]["32"]
+        )
+    assert (work / "tiny/unsup/mean-adaptive-seed0.log").read_text().count(
+        "benchmarks.elastic.anchor_train"
+    ) == 1
+    assert not (work / "tiny/unsup/mean-adaptive-seed0/checkpoints").exists()  # done: only the model kept
+    assert (work / "tiny/unsup/mean-adaptive-seed0/model/modules.json").is_file()
+    assert run_grid(grid, [0], results, work, smoke=True, rows=None) == 0  # done cells are not run again
+    speed = measure(grid, results / "speed" / "tiny.json", count=40, repeats=1, max_length=24)
+    assert read(speed)["poolers"]["mean"]["5"]["sentences_per_second"] > 0
+    assert draw_figure(results, results / "speed", tmp_path / "figure.png", grids=(grid,))
+    text = report_text(results, results / "speed", "figure.png", grids=(grid,))
+    assert "## tiny, unsupervised" in text and "`lwap-elastic`" in text
