@@ -167,7 +167,7 @@ def test_a_tiny_grid_runs_end_to_end_and_resumes_after_a_killed_cell(tiny_bert: 
     text = (results / "RESULTS.md").read_text(encoding="utf-8")
     name = tiny_bert.name
     assert f"## {name}: Unsupervised SimCSE" in text and "| `lwap` | 2 |" in text and "| `mean` | 2 |" in text
-    assert "- Avg. (all): `lwap` − `mean` = " in text and "Settings differ" not in text
+    assert "| Avg. (all) | `mean` | " in text and "Settings differ" not in text  # the verdict table's row
     assert subprocess.run(compare("figure", "--results", str(results)), env=env).returncode == 0
     assert (results / "layer_attention.png").stat().st_size > 1000
     assert "## Embedding geometry" in text and "| `mean` | 2 |" in text.split("## Embedding geometry")[1]
