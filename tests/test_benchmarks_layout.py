@@ -112,3 +112,12 @@ def test_speed_before_after_finds_speed_py_in_a_checkout_of_either_layout(tmp_pa
     (tmp_path / "benchmarks" / "speed.py").write_text("", encoding="utf-8")
     assert speed_script(tmp_path) == tmp_path / "benchmarks" / "speed.py"  # a checkout from before the move
     assert speed_script(REPO) == REPO / "benchmarks" / "speed" / "speed.py"
+
+
+def test_no_source_file_is_over_600_lines() -> None:
+    """The house's size rule (issue 47): a file past 600 lines is split by what its parts do."""
+    rooms = ("lwap", "train", "eval", "compare", "benchmarks", "tests", "configs")
+    files = [p for room in rooms for p in (REPO / room).rglob("*.py") if not SKIPPED & set(p.parts)]
+    assert len(files) > 100
+    lines = {str(p.relative_to(REPO)): len(p.read_text(encoding="utf-8").splitlines()) for p in files}
+    assert not {name: n for name, n in lines.items() if n > 600}
