@@ -20,6 +20,7 @@ from pathlib import Path
 from lwap.errors import DataError
 from lwap.eval.sts_data import StsPairs, StsTask
 from lwap.files import check_file, decoded_lines
+from lwap.table_files import check_width, header_indices, table_reader
 
 PAIRS_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz")
 DEFAULT_COLUMNS = ("sentence1", "sentence2", "score")
@@ -57,32 +58,18 @@ def _read_rows(path: Path, columns: tuple[str, ...]) -> StsPairs:
     tsv = ".tsv" in path.name.lower()
     kind = "TSV" if tsv else "CSV"
     lines = (line.removeprefix("\ufeff") if n == 1 else line for n, line in decoded_lines(path))
-    quoting = csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL
-    reader = csv.reader(lines, delimiter="\t" if tsv else ",", quoting=quoting)
+    reader = table_reader(lines, tsv)
     s1: list[str] = []
     s2: list[str] = []
     scores: list[float] = []
     try:
-        header = next(reader, None)
-        if header is None or not any(h.strip() for h in header):
-            raise DataError(f"{path}: no header row (expected {kind} columns {', '.join(columns)})")
-        header = [h.strip() for h in header]
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise DataError(
-                f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; the header has "
-                f"{', '.join(repr(h) for h in header)} (name yours with eval.dev_columns)"
-            )
+        header = header_indices(reader, path, kind, columns, lambda _: " (name yours with eval.dev_columns)")
         first, second, score_at = (header.index(c) for c in columns)
         for row in reader:
             where = f"{path}:{reader.line_num}"
             if not row:
                 continue
-            if len(row) != len(header):
-                raise DataError(
-                    f"{where}: expected {len(header)} {kind} fields as in the header, found {len(row)}"
-                    + (" (wrong delimiter?)" if len(row) == 1 else "")
-                )
+            check_width(row, header, kind, where)
             text = row[score_at].strip()
             try:
                 score = float(text)

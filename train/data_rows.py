@@ -25,12 +25,14 @@ import json
 import re
 import zlib
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from lwap.errors import DataError
 from lwap.files import decoded_lines, open_regular
 from lwap.limits import LINE
+from lwap.table_files import check_width, header_indices, table_reader
 
 EMPTY_TEXT = " "  # what an empty text becomes: SimCSE's train.py replaces None by " " (lwap.train.data)
 MAX_JSON_DEPTH = 64  # an example is an object of texts (depth 1); deeper nesting is refused, not recursed
@@ -72,28 +74,15 @@ def table_rows(
 ) -> Iterator[dict[str, str]]:
     """CSV (quoted as Excel/pandas write it) or TSV (no quoting) with a header row; columns by name."""
     kind = "CSV" if delimiter == "," else "TSV"
-    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    reader = csv.reader((line for _, line in numbered_lines(path)), delimiter=delimiter, quoting=quoting)
+    reader = table_reader((line for _, line in numbered_lines(path)), tsv=delimiter != ",")
     try:
-        header = next(reader, None)
-        if header is None or not any(h.strip() for h in header):
-            raise DataError(f"{path}: no header row (expected {kind} columns {', '.join(columns)})")
-        header = [h.strip() for h in header]
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise DataError(
-                f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; the header has "
-                f"{', '.join(repr(h) for h in header)}{pairs_hint(missing, columns, names)}"
-            )
+        hint = partial(pairs_hint, columns=columns, names=names)
+        header = header_indices(reader, path, kind, columns, hint)
         indices = [header.index(c) for c in columns]
         for row in reader:
             if not row:
                 continue  # blank line
-            if len(row) != len(header):
-                raise DataError(
-                    f"{path}:{reader.line_num}: expected {len(header)} {kind} fields as in the header, "
-                    f"found {len(row)}" + (" (wrong delimiter?)" if len(row) == 1 else "")
-                )
+            check_width(row, header, kind, f"{path}:{reader.line_num}")
             yield dict(zip(names, (row[i] if row[i].strip() else EMPTY_TEXT for i in indices), strict=True))
     except csv.Error as error:
         raise DataError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None

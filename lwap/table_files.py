@@ -1,0 +1,45 @@
+"""CSV and TSV files read by column name: the header check and the row-width check shared by every such
+reader (training rows in lwap.train.data_rows, scored pairs in lwap.eval.pairs_data), so that a missing
+column or a short row is said the same way whichever command reads the file."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from lwap.errors import DataError
+
+
+def table_reader(lines: Iterable[str], tsv: bool) -> Any:
+    """A csv reader: CSV quoted as Excel and pandas write it, TSV with no quoting (a quote is text)."""
+    quoting = csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL
+    return csv.reader(lines, delimiter="\t" if tsv else ",", quoting=quoting)
+
+
+def header_indices(
+    reader: Any, path: Path, kind: str, columns: tuple[str, ...], hint: Callable[[list[str]], str]
+) -> list[str]:
+    """The header row (stripped), refused in one line when empty or missing one of `columns`; `hint(missing)`
+    ends the missing-column line (which key names the columns, or how to do without them)."""
+    header = next(reader, None)
+    if header is None or not any(h.strip() for h in header):
+        raise DataError(f"{path}: no header row (expected {kind} columns {', '.join(columns)})")
+    header = [h.strip() for h in header]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; the header has "
+            f"{', '.join(repr(h) for h in header)}{hint(missing)}"
+        )
+    return header
+
+
+def check_width(row: list[str], header: list[str], kind: str, where: str) -> None:
+    """A row with as many fields as the header, or one line naming the file and line."""
+    if len(row) != len(header):
+        raise DataError(
+            f"{where}: expected {len(header)} {kind} fields as in the header, found {len(row)}"
+            + (" (wrong delimiter?)" if len(row) == 1 else "")
+        )
