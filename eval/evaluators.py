@@ -30,6 +30,13 @@ class AtLengthAndPrecision:
     # not `precision`: EmbeddingSimilarityEvaluator has one of its own (quantized embeddings)
     autocast_precision: str = "fp32"
 
+    def __init__(
+        self, *args: Any, max_seq_length: int | None = None, precision: str = "fp32", **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_seq_length = max_seq_length
+        self.autocast_precision = precision
+
     def __call__(self, model: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
         training_length = model.max_seq_length
         if self.max_seq_length is not None:
@@ -44,23 +51,9 @@ class AtLengthAndPrecision:
 class InferenceLengthSimilarityEvaluator(AtLengthAndPrecision, EmbeddingSimilarityEvaluator):
     """EmbeddingSimilarityEvaluator at a given length and precision (`AtLengthAndPrecision`)."""
 
-    def __init__(
-        self, *args: Any, max_seq_length: int | None = None, precision: str = "fp32", **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.max_seq_length = max_seq_length
-        self.autocast_precision = precision
-
 
 class InferenceLengthRetrievalEvaluator(AtLengthAndPrecision, InformationRetrievalEvaluator):
     """InformationRetrievalEvaluator at a given length and precision (`AtLengthAndPrecision`)."""
-
-    def __init__(
-        self, *args: Any, max_seq_length: int | None = None, precision: str = "fp32", **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.max_seq_length = max_seq_length
-        self.autocast_precision = precision
 
 
 def similarity_evaluator(
