@@ -1,4 +1,4 @@
-"""The options several `lwap` commands share (`encode`, `eval`, `card`), written once so their names, help
+"""The options several `lwap` commands share (`encode`, `eval`, `card`, `mine`, `truncate`), written once so their names, help
 and defaults cannot drift apart between the commands."""
 
 from __future__ import annotations

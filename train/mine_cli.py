@@ -15,6 +15,8 @@ import argparse
 import sys
 from typing import Any
 
+from lwap.cli_options import add_device, add_trust_remote_code
+
 HELP = "mine hard negatives for (anchor, positive) pairs; writes a file lwap train reads"
 
 
@@ -79,15 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="tokens each text is encoded at (default: the model's)",
     )
-    parser.add_argument(
-        "--device", default=None, help="cpu, cuda, ... (default: what sentence-transformers picks)"
-    )
-    parser.add_argument(
-        "--trust-remote-code",
-        action="store_true",
-        help="let the model folder run code of its own (module classes outside lwap and "
-        "sentence-transformers, auto_map); off by default: lwap refuses such a folder with one line",
-    )
+    add_device(parser)
+    add_trust_remote_code(parser)
 
 
 def _looks_local(value: str) -> bool:
