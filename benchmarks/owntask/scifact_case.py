@@ -430,6 +430,16 @@ def _cost(case: Case) -> list[str]:
             "and share one scoring, and less on a quiet machine."
         )
         lines.append("")
+    runs = load_runs(case)
+    if runs:
+        training = statistics.median(r["train"]["wall_seconds"] for r in runs) / 60
+        scored = [r["eval_seconds"] for r in runs if not r.get("eval_reused_from")]
+        scoring = f", scoring {statistics.median(scored) / 60:.1f} min" if scored else ""
+        lines += [
+            f"The {len(runs)} runs made so far, as they measured themselves (medians): training "
+            f"{training:.1f} min (its dev evaluations included){scoring}.",
+            "",
+        ]
     mine_file = case.results / "mine_cost.json"
     if mine_file.is_file() and not case.smoke:
         mined = json.loads(mine_file.read_text(encoding="utf-8"))
