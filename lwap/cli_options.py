@@ -1,5 +1,5 @@
-"""The options several `lwap` commands share (`encode`, `eval`, `card`, `mine`, `truncate`), written once so their names, help
-and defaults cannot drift apart between the commands."""
+"""The options several `lwap` commands share (`encode`, `eval`, `card`, `mine`, `truncate`), written once
+so that their names, help and defaults cannot drift apart between the commands."""
 
 from __future__ import annotations
 
