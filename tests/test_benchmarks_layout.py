@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 from conftest import REPO
@@ -121,3 +122,16 @@ def test_no_source_file_is_over_600_lines() -> None:
     assert len(files) > 100
     lines = {str(p.relative_to(REPO)): len(p.read_text(encoding="utf-8").splitlines()) for p in files}
     assert not {name: n for name, n in lines.items() if n > 600}
+
+
+def test_the_developers_layout_names_every_folder() -> None:
+    """docs/DEVELOPING.md's Layout names every top-level folder and every folder of benchmarks/ (issue 47)."""
+    text = (REPO / "docs" / "DEVELOPING.md").read_text(encoding="utf-8")
+    layout = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True)
+    folders = {tuple(line.split("/")[:2]) for line in tracked.stdout.splitlines() if "/" in line}
+    top = {first for first, _ in folders if not first.startswith(".")}
+    benchmarks = REPO / "benchmarks"
+    inside = {name for first, name in folders if first == "benchmarks" and (benchmarks / name).is_dir()}
+    assert {"lwap", "train", "eval", "compare", "configs", "tests", "benchmarks"} <= top
+    assert not [name for name in sorted(top | inside) if f"`{name}/`" not in layout]
