@@ -50,4 +50,5 @@ def test_the_report_pairs_runs_by_seed(tmp_path: Path) -> None:
     row = "| mean | dev folder − STS-B dev, none negatives | 1.00 ± 0.50 | beyond the seed spread (+) |"
     assert row in text
     assert "-0.30 ± 0.10 | beyond the seed spread (−) |" in text  # what it costs on STS, every seed
+    assert "6 runs of 36 planned (the grid runs seed by seed)" in text
     assert "The 6 runs made so far, as they measured themselves (medians): training 2.0 min" in text

@@ -544,7 +544,11 @@ def report_text(case: Case) -> str:
                 cells = (pooler, label, spread(search), verdict(search), spread(sts), verdict(sts))
                 lines.append("| " + " | ".join(cells) + " |")
     seconds = [r["seconds"] for r in runs if not r.get("eval_reused_from")]
-    lines += ["", f"{len(runs)} runs; wall time per run (training + scoring) {spread(seconds)} s.", ""]
+    planned = len(POOLERS) * len(NEGATIVES) * len(SELECTIONS) * len(SEEDS)
+    done = len(runs) >= planned or case.smoke
+    status = "" if done else f" of {planned} planned (the grid runs seed by seed)"
+    wall = f"wall time per run (training + scoring) {spread(seconds)} s"
+    lines += ["", f"{len(runs)} runs{status}; {wall}.", ""]
     return "\n".join(lines)
 
 
