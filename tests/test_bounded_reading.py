@@ -8,7 +8,6 @@ A reader that opened a FIFO would block for ever: each such test runs under an a
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import write_gzipped_long_line
 
 from lwap.errors import ConfigError, DataError
 from lwap.files import (
@@ -143,13 +143,7 @@ def test_a_limit_names_its_variable_and_the_variable_raises_it(
 def test_one_enormous_gzipped_line_is_refused_after_the_bound_not_read_whole(tmp_path: Path) -> None:
     """The issue's case: 256 MiB on one line, gzipped to 250 KiB. Refused at that line, with memory that
     stays near the bound (1 MiB), not the line (was read whole: past 4 GiB for a 6 GiB line)."""
-    path = tmp_path / "train.txt.gz"
-    with gzip.open(path, "wb", compresslevel=1) as handle:
-        handle.write(b"a first sentence\n")
-        block = b"a" * 2**20
-        for _ in range(256):
-            handle.write(block)
-        handle.write(b"\n")
+    path = write_gzipped_long_line(tmp_path / "train.txt.gz", mebibytes=256)
     tracemalloc.start()
     started = time.perf_counter()
     try:
