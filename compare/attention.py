@@ -9,12 +9,21 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lwap.compare.cells import load_cells
-from lwap.compare.grid import COMPONENT_VARIANTS, REGIME_WORDS, REGIMES, Grid, backbone_name, backbones
+from lwap.compare.grid import (
+    COMPONENT_VARIANTS,
+    REGIME_WORDS,
+    REGIMES,
+    SCALE_VARIANTS,
+    Grid,
+    backbone_name,
+    backbones,
+)
 from lwap.compare.prose import Wording, user_wording
 
 # the attention profiles drawn, where a backbone has their cells (a latent-query row's profile is the
-# attention its learned queries give each layer)
-FIGURE_ROWS = ("lwap", "lwap-native", *COMPONENT_VARIANTS)
+# attention its learned queries give each layer; `lwap-levelnorm`'s is read beside `lwap`'s: does making
+# the levels' scales alike move the attention off the embedding output?)
+FIGURE_ROWS = ("lwap", "lwap-native", *COMPONENT_VARIANTS, *SCALE_VARIANTS)
 
 
 class Profile(NamedTuple):

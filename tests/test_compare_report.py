@@ -304,6 +304,20 @@ def test_the_report_describes_each_attention_profile_and_the_shift_between_backb
     assert (tmp_path / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_levelnorm_rows_attention_is_reported_beside_lwaps(tmp_path: Path) -> None:
+    """Issue 50's pre-registration: `lwap-levelnorm`'s attention profile is read beside `lwap`'s (does
+    making the levels' scales alike move the attention off the embedding output?)."""
+    on_embeddings = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.9, 0.05, 0.05]}
+    spread = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.3, 0.3, 0.4]}
+    folder = tmp_path / "cells/backbones/mlm/sup"
+    for row, profile in (("lwap", on_embeddings), ("lwap-levelnorm", spread)):
+        extra = {"layer_attention": profile, "backbone": "../models/mlm", "regime": "sup"}
+        write_cell(folder, row, 0, 60.0, 40.0, extra)
+    section = report_text(tmp_path).split("## What LWAP attends to")[1].split("## Every run")[0]
+    assert "- mlm · lwap (1 seed): most on the embedding output (0.900)" in section
+    assert "- mlm · lwap-levelnorm (1 seed): most on layer 2 (0.400)" in section
+
+
 def test_settings_that_differ_within_a_grid_are_flagged_and_unrecorded_cells_are_not(tmp_path: Path) -> None:
     recorded = {"torch_threads": 1, "train_precision": "bf16", "torch": "2.13.0", "device": "cpu"}
     write_cell(tmp_path / "cells/unsup", "lwap", 0, 80.0, 60.0)  # an old cell: no settings recorded
