@@ -28,9 +28,11 @@ class Reading(NamedTuple):
     paired: str | None
 
 
-def verdict_cell(cells: Cells, key: str, other_row: str, adjusted: float | None) -> Reading:
+def verdict_cell(
+    cells: Cells, key: str, other_row: str, adjusted: float | None, base_row: str = "lwap"
+) -> Reading:
     """The seed-spread reading (Welch's p), then the paired one (Holm-adjusted over the table)."""
-    base, other = ([c["scores"][key] for c in cells[p] if key in c["scores"]] for p in ("lwap", other_row))
+    base, other = ([c["scores"][key] for c in cells[p] if key in c["scores"]] for p in (base_row, other_row))
     if not base or not other:
         return Reading("—", None, None)
     g = gap(base, other)
@@ -50,32 +52,34 @@ def load_grids(grid: Grid, found: list[str]) -> Grids:
     return [(b, r, load_cells(grid.cells_dir(b) / r)) for b in found for r in REGIMES]
 
 
-def rows_against(grids: Grids, pick: Callable[[Cells], str | None]) -> tuple[list[str], list[str]]:
-    """One row per backbone × regime whose grid has `lwap` and the row `pick(cells)` names; the paired
+def rows_against(
+    grids: Grids, pick: Callable[[Cells], str | None], base: str = "lwap"
+) -> tuple[list[str], list[str]]:
+    """One row per backbone × regime whose grid has `base` and the row `pick(cells)` names; the paired
     differences of the whole table are one family for Holm's correction (issue 50). Also each cell whose
     paired verdict differs from the seed-spread one, in words."""
     chosen = [(b, r, cells, pick(cells)) for b, r, cells in grids]
-    chosen = [(b, r, cells, other) for b, r, cells, other in chosen if "lwap" in cells and other in cells]
-    found = [paired(cells["lwap"], cells[other], key) for _, _, cells, other in chosen for key, _ in HEADLINE]
+    chosen = [(b, r, cells, other) for b, r, cells, other in chosen if base in cells and other in cells]
+    found = [paired(cells[base], cells[other], key) for _, _, cells, other in chosen for key, _ in HEADLINE]
     adjusted = iter(holm([d.p if d else None for d in found]))
     rows, changes = [], []
     for backbone, regime, cells, other in chosen:
-        seeds = f"{len(cells['lwap'])}/{len(cells[other])}"
-        readings = [(label, verdict_cell(cells, key, other, next(adjusted))) for key, label in HEADLINE]
+        seeds = f"{len(cells[base])}/{len(cells[other])}"
+        readings = [(label, verdict_cell(cells, key, other, next(adjusted), base)) for key, label in HEADLINE]
         scores = " | ".join(reading.text for _, reading in readings)
         where = f"{backbone_name(backbone)} {REGIME_WORDS[regime]}"
         rows.append(
             f"| {backbone_name(backbone)} | {REGIME_WORDS[regime]} | `{other}` | {seeds} | {scores} |"
         )
         changes += [
-            f"{where}, `lwap` − `{other}`, {label}: {r.spread} → {r.paired}"
+            f"{where}, `{base}` − `{other}`, {label}: {r.spread} → {r.paired}"
             for label, r in readings
             if r.spread is not None and r.spread != r.paired
         ]
     return rows, changes
 
 
-def table(title: str, words: list[str], rows: list[str]) -> list[str]:
+def table(title: str, words: list[str], rows: list[str], base: str = "lwap") -> list[str]:
     if not rows:
         return []
     columns = " | ".join(label for _, label in HEADLINE)
@@ -84,7 +88,7 @@ def table(title: str, words: list[str], rows: list[str]) -> list[str]:
         "",
         *words,
         "",
-        f"| backbone | regime | against | seeds (lwap/other) | {columns} |",
+        f"| backbone | regime | against | seeds ({base}/other) | {columns} |",
         "|" + " --- |" * (4 + len(HEADLINE)),
         *rows,
         "",

@@ -1,8 +1,9 @@
 """The repository's own report, docs/RESULTS.md: `lwap compare`'s generic report of the cells in
 benchmarks/results/compare/ with what belongs to these experiments added through its hooks: the prose
-and backbone notes (report_prose), the overview across the backbones (report_overview), issue 37's
-decomposition (report_decomposition), issue 36's gates (report_gates), the geometry of the grids
-retrained for it (report_geometry) and what a re-run reproduces (report_reruns).
+and backbone notes (report_prose), the overview across the backbones (report_overview) with issue 50's
+reading of the levels' scales (report_scales), issue 37's decomposition (report_decomposition), issue
+36's gates (report_gates), the geometry of the grids retrained for it (report_geometry) and what a re-run
+reproduces (report_reruns).
 
 `python benchmarks/grid/compare_poolers.py report` writes it; a test checks it reproduces docs/RESULTS.md.
 """
@@ -18,6 +19,7 @@ from benchmarks.grid.report_gates import gate_failed, gate_notes, gate_sections,
 from benchmarks.grid.report_overview import overview_tables
 from benchmarks.grid.report_prose import BACKBONE_NOTES, BACKBONE_TITLES, INTRO, NO_OTHER_BACKBONE, WORDING
 from benchmarks.grid.report_reruns import rerun_section
+from benchmarks.grid.report_scales import scales_section
 from lwap.compare.cells import load_cells
 from lwap.compare.geometry import Panel
 from lwap.compare.prose import other_backbones_line
@@ -42,7 +44,7 @@ class RepositoryReport(Report):
         return other_backbones_line(others) or NO_OTHER_BACKBONE.format(prog=self.wording.prog)
 
     def overview(self) -> list[str]:
-        return overview_tables(self.grid, self.found)
+        return [*overview_tables(self.grid, self.found), *scales_section(self.grid, self.found)]
 
     def backbone_title(self, name: str) -> str:
         return BACKBONE_TITLES.get(name, name)
