@@ -43,6 +43,26 @@ def write_gzipped_long_line(path: Path, mebibytes: int) -> Path:
     return path
 
 
+def make_tiny_prenorm(folder: Path, num_layers: int = 4) -> Path:
+    """A tiny random pre-LayerNorm encoder (the form of bert-prenorm-4l256-sentences)."""
+    import torch
+    from transformers import AutoTokenizer, RobertaPreLayerNormConfig, RobertaPreLayerNormModel
+
+    torch.manual_seed(0)
+    config = RobertaPreLayerNormConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=num_layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        pad_token_id=0,
+    )
+    RobertaPreLayerNormModel(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tokenizer_folder()).save_pretrained(folder)
+    return folder
+
+
 def make_tiny_bert(folder: Path, num_layers: int = 5, hidden: int = 32, seed: int = 0) -> Path:
     """Save a randomly initialised BERT (hidden 32, 5 layers) with the packaged MiniLM's tokenizer."""
     import torch

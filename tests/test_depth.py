@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import SENTENCES, tokenizer_folder
+from conftest import SENTENCES
 from safetensors import safe_open
 
 from lwap import build_model, load_model
@@ -31,23 +31,9 @@ def bert4(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def prenorm4(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random pre-LayerNorm encoder (the form of bert-prenorm-4l256-sentences)."""
-    from transformers import AutoTokenizer, RobertaPreLayerNormConfig, RobertaPreLayerNormModel
+    from conftest import make_tiny_prenorm
 
-    folder = tmp_path_factory.mktemp("prenorm4")
-    torch.manual_seed(0)
-    config = RobertaPreLayerNormConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=4,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=130,
-        pad_token_id=0,
-    )
-    RobertaPreLayerNormModel(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(tokenizer_folder()).save_pretrained(folder)
-    return folder
+    return make_tiny_prenorm(tmp_path_factory.mktemp("prenorm4"))
 
 
 POOLERS = {

@@ -1,4 +1,4 @@
-"""benchmarks/elastic/frontier*.py: the budgets, the reuse of one encoding across dimensions, the
+"""benchmarks/elastic/frontier*.py: the budgets, one encoding shared by every depth and dimension, the
 AdaptiveLayerLoss anchor, the report's paired statistics, and (slow) the pipeline end to end on the tiny
 BERT with a hand-made data mirror."""
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import REPO
 
-from benchmarks.elastic.frontier_cells import ReusedForward, evaluate_depth
+from benchmarks.elastic.frontier_cells import SharedForward, evaluate_depth
 from benchmarks.elastic.frontier_grid import GRIDS, Grid
 from benchmarks.elastic.frontier_report import holm, paired, verdict_table
 from lwap import build_model
@@ -53,25 +53,41 @@ def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "mirror"
 
 
-def test_dimensions_reuse_one_encoding_and_score_as_a_fresh_one(tiny_bert: Path, mirror: Path) -> None:
-    from lwap.compare.cells import scores
+@pytest.mark.parametrize(("backbone", "pooling"), [("bert", "lwap"), ("bert", "mean"), ("prenorm", "lwap")])
+def test_depths_and_dimensions_share_one_encoding_and_score_as_fresh_models(
+    tiny_bert: Path, mirror: Path, tmp_path: Path, backbone: str, pooling: str
+) -> None:
+    """One full-depth forward per batch serves every depth (SharedForward): each depth's scores, at each
+    dimension, and its attention profile are those of a freshly truncated model evaluated alone (bf16, as
+    the frontier evaluates; a pre-LayerNorm backbone's final LayerNorm on layer k included)."""
+    from conftest import make_tiny_prenorm
+
+    from lwap.compare.cells import layer_attention, scores
     from lwap.eval.api import evaluate_model
     from lwap.truncate import truncate_model
 
-    model = build_model(str(tiny_bert), "lwap").eval()
-    got = evaluate_depth(model, 3, (32, 12), ("stsb", "scifact"), 32)
-    assert got["reused_batches"] > 0 and "layer_attention" in got
-    small = truncate_model(model, 3).eval()
-    small.truncate_dim = 12
-    fresh = scores(evaluate_model(small, ("stsb", "scifact"), precision="bf16", max_seq_length=32))
-    assert got["scores"]["12"] == pytest.approx(fresh, abs=1e-9)
-    assert got["scores"]["12"]["stsb"] != got["scores"]["32"]["stsb"]
+    folder = tiny_bert if backbone == "bert" else make_tiny_prenorm(tmp_path / "prenorm")
+    model = build_model(str(folder), pooling).eval()
+    shared = SharedForward(model, [1, 2, 3, 4] if backbone == "prenorm" else [1, 2, 3, 4, 5])
+    got = {depth: evaluate_depth(model, depth, (32, 12), ("stsb", "scifact"), 32, shared) for depth in (2, 3)}
+    assert got[3]["reused_batches"] > got[2]["reused_batches"] > 0  # depth 3 encodes nothing anew
+    for depth, found in got.items():
+        small = truncate_model(model, depth).eval()
+        for dim in (32, 12):
+            small.truncate_dim = None if dim == 32 else dim
+            fresh = evaluate_model(small, ("stsb", "scifact"), precision="bf16", max_seq_length=32)
+            assert found["scores"][str(dim)] == pytest.approx(scores(fresh), abs=1e-9), (depth, dim)
+            if dim == 32 and pooling == "lwap":
+                assert {"layer_attention": found["layer_attention"]} == layer_attention(fresh)
+                assert len(found["layer_attention"]["mean_attention"]) == depth + 1
+    assert got[2]["scores"]["12"]["stsb"] != got[2]["scores"]["32"]["stsb"]
+    assert got[2]["scores"]["32"] != got[3]["scores"]["32"]
 
 
-def test_reused_forward_refuses_training_mode(tiny_bert: Path) -> None:
+def test_shared_forward_refuses_training_mode(tiny_bert: Path) -> None:
     model = build_model(str(tiny_bert), "mean").train()
-    with pytest.raises(ValueError, match="eval-mode"), ReusedForward().active(model):
-        pass
+    with pytest.raises(ValueError, match="eval-mode"):
+        SharedForward(model, [1])
 
 
 def test_anchor_trains_with_adaptive_layer_loss_on_two_columns(tmp_path: Path, tiny_bert: Path) -> None:

@@ -49,8 +49,10 @@ SMOKE_GRIDS = ["all-MiniLM-L6-v2/unsup", "bert-prenorm-4l256-sentences/sup"]
 def estimate() -> list[str]:
     """Hours of CPU for the whole frontier, from the comparison grid's committed cells of the same
     budgets: training as measured there (the elastic loss adds a pooling head per depth and no backbone
-    pass; the anchor one shallower term), evaluation at depth k about k/L of a full-depth evaluation
-    (the backbone dominates; the shorter dimensions reuse the encodings)."""
+    pass; the anchor one shallower term), and one full-depth evaluation per cell: every depth and
+    dimension reads its vectors from one full-depth forward per batch (frontier_cells.SharedForward; the
+    backbone dominates). Not counted: each depth's own scoring (similarities, ranking) and, for LWAP
+    rows, each depth's own encoding of STS-B test for its attention profile (about k/L of a small task)."""
     from lwap.compare.cells import read
 
     lines = [
@@ -68,7 +70,7 @@ def estimate() -> list[str]:
         cells = [read(p) for p in sorted(folder.glob("*.json"))]
         train = statistics.median(c["train_wall_seconds"] for c in cells)
         evaluation = statistics.median(c["eval_wall_seconds"] for c in cells)
-        per_cell = train + evaluation * (grid.layers + 1) / 2  # Σ_k k/L over k = 1..L
+        per_cell = train + evaluation  # one shared encoding for all depths (was Σ_k k/L = (L+1)/2 of them)
         count = len(grid.rows) * len(SEEDS)
         total += per_cell * count / 3600
         lines.append(

@@ -3,10 +3,9 @@ depth 1..L (truncated in memory, lwap.truncate) and every dimension of its grid,
 
 Each depth's scores are kept in the work folder as they come (`depths/depth-K.json`, written whole), so a
 stopped evaluation resumes at the next depth; the cell file is written last, whole, and its existence
-is what makes a cell done. The dimensions reuse one encoding: in eval mode a model's output for a batch
-depends only on the batch, and lwap's evaluation encodes the same batches at every dimension, so the
-model's forward is cached by its input ids (`ReusedForward`) and sentence-transformers cuts the cached
-vectors to `truncate_dim`.
+is what makes a cell done. The depths and dimensions share one encoding (`SharedForward`): each batch
+runs the full model's backbone once, every depth's pooler reads its levels from that forward, and the
+vectors are cached by the batch's input ids for every later depth and dimension.
 """
 
 from __future__ import annotations
@@ -33,12 +32,29 @@ from benchmarks.elastic.frontier_grid import (
 )
 
 
-class ReusedForward:
-    """Within `active(model)`, the model's forward returns the `sentence_embedding` it computed for the
-    same input ids before (eval mode only: no dropout, no random slopes)."""
+class SharedForward:
+    """Every depth's sentence embeddings from one full-depth forward per batch, cached by its input ids.
 
-    def __init__(self) -> None:
-        self.cache: dict[bytes, Any] = {}
+    In eval mode a model's output for a batch depends only on the batch, and lwap's evaluation encodes the
+    same batches at every depth and dimension. On a batch not seen before, `lwap.depth.DepthReader` runs
+    the full model's backbone once and each depth's pooler on levels 0..k, which is what the k-layer
+    model computes (layers above k do not act on those below; tests/test_depth.py, and against a fresh
+    truncated model's scores tests/test_elastic_frontier.py); every later depth and dimension takes the
+    cached vectors (sentence-transformers cuts them to `truncate_dim`). A cell's evaluation thus costs one
+    full-depth encoding instead of one per depth (about (L+1)/2 of them). While the layer-attention
+    recorder listens to the evaluated model's LWAP module (lwap eval's profile task, STS-B test), that
+    model's own forward runs, so each depth's attention profile is its own.
+    """
+
+    def __init__(self, model: Any, depths: list[int]) -> None:
+        from lwap.depth import DepthReader
+
+        if model.training:
+            raise ValueError("SharedForward caches eval-mode outputs only")
+        self.reader = DepthReader(model, depths)
+        self.depths = list(depths)
+        self.cache: dict[bytes, Any] = {}  # batch → (batch, depth, dim), every depth from one forward
+        self.own: dict[tuple[int, bytes], Any] = {}  # (depth, batch) → the depth's own model's vectors
         self.hits = 0
 
     @staticmethod
@@ -50,39 +66,61 @@ class ReusedForward:
         return digest.digest()
 
     @contextlib.contextmanager
-    def active(self, model: Any) -> Iterator[None]:
-        if model.training:
-            raise ValueError("ReusedForward caches eval-mode outputs only")
-        original = model.forward
+    def active(self, small: Any, depth: int) -> Iterator[None]:
+        """`small` (the model cut to `depth`) encodes from the shared cache inside the block."""
+        from lwap.model import find_lwap
+
+        if small.training:
+            raise ValueError("SharedForward caches eval-mode outputs only")
+        index = self.depths.index(depth)
+        listened = find_lwap(small)
+        original = small.forward
 
         def forward(features: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             key = self.key(features)
-            if key in self.cache:
-                self.hits += 1
-                return {**features, "sentence_embedding": self.cache[key].clone()}
-            out = original(features, **kwargs)
-            self.cache[key] = out["sentence_embedding"].detach().clone()
-            return out
+            if listened is not None and listened._forward_hooks:  # the recorder: this depth's own forward
+                if (depth, key) not in self.own:
+                    out = original(features, **kwargs)
+                    self.own[depth, key] = out["sentence_embedding"].detach().clone()
+                    return out
+                vectors = self.own[depth, key]
+            elif (depth, key) in self.own:
+                vectors = self.own[depth, key]
+            elif key in self.cache:
+                vectors = self.cache[key][:, index]
+            else:
+                embedded = self.reader.embed(dict(features), self.depths)
+                self.cache[key] = embedded["sentence_embedding"].detach()
+                return {**features, "sentence_embedding": self.cache[key][:, index].clone()}
+            self.hits += 1  # taken from a cache: no forward for this batch
+            return {**features, "sentence_embedding": vectors.clone()}
 
-        model.forward = forward
+        small.forward = forward
         try:
             yield
         finally:
-            del model.forward
+            del small.forward
 
 
 def evaluate_depth(
-    model: Any, depth: int, dims: tuple[int, ...], tasks: tuple[str, ...], max_length: int
+    model: Any,
+    depth: int,
+    dims: tuple[int, ...],
+    tasks: tuple[str, ...],
+    max_length: int,
+    shared: SharedForward | None = None,
 ) -> dict:
-    """{dim: scores} (and the layer attention at full width) of `model` cut to `depth` layers."""
+    """{dim: scores} (and the layer attention at full width) of `model` cut to `depth` layers; `shared`
+    (one for all of a model's depths) encodes each batch once for every depth."""
     from lwap.compare.cells import layer_attention, scores
     from lwap.eval.api import evaluate_model
     from lwap.truncate import truncate_model
 
     small = truncate_model(model, depth).eval()
-    reuse = ReusedForward()
+    shared = shared or SharedForward(model, [depth])
+    hits = shared.hits
     out: dict[str, Any] = {"scores": {}}
-    with reuse.active(small):
+    with shared.active(small, depth):
         for dim in dims:
             small.truncate_dim = None if dim == dims[0] else dim
             results = evaluate_model(
@@ -95,7 +133,7 @@ def evaluate_depth(
             out["scores"][str(dim)] = scores(results)
             if dim == dims[0]:
                 out |= layer_attention(results)
-    out["reused_batches"] = reuse.hits
+    out["reused_batches"] = shared.hits - hits
     return out
 
 
@@ -130,14 +168,16 @@ def run_cell(
     summary = read(out / "train_summary.json")
     tasks, max_length = (SMOKE_TASKS, SMOKE_MAX_SEQ_LENGTH) if smoke else (EVAL_TASKS, EVAL_MAX_SEQ_LENGTH)
     tick = time.perf_counter()
-    model = None
+    model, shared = None, None
     depths: dict[str, Any] = {}
     for depth in grid.depths():
         part = out / "depths" / f"depth-{depth}.json"
         if not part.is_file():
-            model = model or load_model(out / "model")  # where sentence-transformers puts it, as lwap eval
+            model = model or load_model(out / "model").eval()  # where sentence-transformers puts it
+            shared = shared or SharedForward(model, grid.depths())
             part.parent.mkdir(parents=True, exist_ok=True)
-            write_json_atomically(evaluate_depth(model, depth, grid.dims, tasks, max_length), part)
+            found = evaluate_depth(model, depth, grid.dims, tasks, max_length, shared)
+            write_json_atomically(found, part)
         depths[str(depth)] = read(part)
     keep = ("steps", "dev_spearman_before", "best_dev_spearman", "best_step", "sentences_per_second")
     cell = {
