@@ -43,43 +43,32 @@ def write_gzipped_long_line(path: Path, mebibytes: int) -> Path:
     return path
 
 
-def make_tiny_prenorm(folder: Path, num_layers: int = 4) -> Path:
-    """A tiny random pre-LayerNorm encoder (the form of bert-prenorm-4l256-sentences)."""
+def save_tiny_encoder(folder: Path, kind: str, seed: int = 0, **sizes: int) -> Path:
+    """Save a randomly initialised encoder of transformers' `kind` (hidden 32, 2 heads, FFN 64 unless
+    `sizes` say otherwise) with the packaged MiniLM's tokenizer: no download."""
     import torch
-    from transformers import AutoTokenizer, RobertaPreLayerNormConfig, RobertaPreLayerNormModel
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    torch.manual_seed(0)
-    config = RobertaPreLayerNormConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=num_layers,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=130,
-        pad_token_id=0,
-    )
-    RobertaPreLayerNormModel(config).save_pretrained(folder)
+    torch.manual_seed(seed)
+    shape = {"hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64, **sizes}
+    config = AutoConfig.for_model(kind, vocab_size=30522, **shape)
+    AutoModel.from_config(config).save_pretrained(folder)
     AutoTokenizer.from_pretrained(tokenizer_folder()).save_pretrained(folder)
     return folder
+
+
+def make_tiny_prenorm(folder: Path, num_layers: int = 4) -> Path:
+    """A tiny random pre-LayerNorm encoder (the form of bert-prenorm-4l256-sentences)."""
+    kind = "roberta-prelayernorm"
+    return save_tiny_encoder(
+        folder, kind, num_hidden_layers=num_layers, max_position_embeddings=130, pad_token_id=0
+    )
 
 
 def make_tiny_bert(folder: Path, num_layers: int = 5, hidden: int = 32, seed: int = 0) -> Path:
     """Save a randomly initialised BERT (hidden 32, 5 layers) with the packaged MiniLM's tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=hidden,
-        num_hidden_layers=num_layers,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    BertModel(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(tokenizer_folder()).save_pretrained(folder)
-    return folder
+    shape = {"hidden_size": hidden, "num_hidden_layers": num_layers, "max_position_embeddings": 128}
+    return save_tiny_encoder(folder, "bert", seed, **shape)
 
 
 @pytest.fixture(scope="session")
