@@ -195,6 +195,7 @@ def report() -> str:
     lines += ["| arm | untouched rows (mean / [CLS] / first-last) | bar (+5) | run | `cls` Avg. (all) | "
               "`cls` STS-B dev | `mean` Avg. (all) | `mean` STS-B dev | both clear the bar |"]  # fmt: skip
     lines += ["|" + " --- |" * 9]
+    passed: dict[str, bool | None] = {}
     for arm in ARMS:
         grid, folder = Grid(RESULTS / "arms" / arm, RUNS / "arms" / arm), arm_folder(arm)
         try:
@@ -209,16 +210,86 @@ def report() -> str:
             ("lwap's trainer (`long`)", {p: lwap_row(grid, folder, p) for p in POOLINGS}),
             ("plain loop", {p: plain_row(RESULTS, RUNS, f"arms/{arm}/plain", p, "") for p in POOLINGS}),
         ):
-            done = all(rows.values()) and bar is not None
-            verdict = (
-                ("**yes**" if all(r["avg_all"] >= bar for r in rows.values()) else "no") if done else "—"
-            )
+            cleared = clears(rows, bar)
+            passed.setdefault(arm, cleared)  # an arm passes by lwap's trainer, the first run listed
+            verdict = {True: "**yes**", False: "no", None: "—"}[cleared]
             bar_text = f"{bar:.2f}" if bar is not None else "—"
             lines.append(
                 f"| {arm} | {shown} | {bar_text} | {run_label} | {' | '.join(row_cells(rows, POOLINGS))} "
                 f"| {verdict} |"
             )
+    lines += [
+        "",
+        "## The reading, as pre-registered",
+        "",
+        f"- {reading_unseen()}",
+        f"- {reading_dropout(passed)}",
+        "",
+        next_step(passed),
+    ]
     return "\n".join(lines) + "\n"
+
+
+def clears(rows: dict[str, dict | None], bar: float | None) -> bool | None:
+    """Both poolers at or above `bar` (the gate's rule); None until both are measured and the bar known."""
+    if bar is None or not all(rows.values()):
+        return None
+    return all(row["avg_all"] >= bar for row in rows.values() if row)
+
+
+def reading_unseen() -> str:
+    """(b), read as docs/COMPARE.md wrote it down before the runs."""
+    s, w = cells_of("unseen/snli", None), cells_of("unseen/wiki", None)
+    if not all(s.values()) or not all(w.values()):
+        return "(b) Unseen sentences: not read yet (runs missing)."
+    gap = {p: s[p]["avg_all"] - w[p]["avg_all"] for p in POOLINGS}  # type: ignore[index]
+    gaps = f"S − W: {', '.join(f'`{p}` {d:+.2f}' for p, d in gap.items())}"
+    if clears(s, BAR):
+        found = f"S clears the bar ({BAR:.2f}) with both poolers ({gaps})"
+        return f"(b) {found}: the training sentences were the cause."
+    if all(d > 2 for d in gap.values()):
+        found = f"S misses the bar but is more than 2 points above W with both poolers ({gaps})"
+        return f"(b) {found}: the training sentences are part of the cause."
+    found = f"S misses the bar and is not more than 2 points above W with both poolers ({gaps})"
+    return f"(b) {found}: the training sentences are not the cause."
+
+
+ARM_READINGS = {  # (dropout 0.1 passes, dropout 0 passes) → the pre-registered reading
+    (
+        True,
+        False,
+    ): "the dropout-0.1 arm passes and the dropout-0 arm does not: dropout robustness was the cause",
+    (True, True): "both arms pass: more MLM (with dropout or without) was the cause",
+    (False, False): "neither arm passes: dropout adaptation at this dose is not the cause",
+    (False, True): "the dropout-0 arm passes and the dropout-0.1 arm does not: a case the pre-registration "
+    "did not foresee, reported as found",
+}
+
+
+def reading_dropout(passed: dict[str, bool | None]) -> str:
+    """(a), read as pre-registered: which arm passes (lwap's trainer, `cls` and `mean` ≥ its bar)."""
+    verdicts = (passed.get("dropout0.1"), passed.get("dropout0"))
+    if None in verdicts:
+        return "(a) Dropout adaptation: not read yet (runs missing)."
+    reading = ARM_READINGS[verdicts]  # type: ignore[index]
+    return f"(a) {reading[0].upper()}{reading[1:]}."
+
+
+def next_step(passed: dict[str, bool | None]) -> str:
+    """What the pre-registration does next with the arms' verdicts."""
+    if None in passed.values() or len(passed) < len(ARMS):
+        return "What follows is decided once both arms are read."
+    shipped = [arm for arm, ok in passed.items() if ok]
+    if shipped:
+        return (
+            f"As pre-registered: the {' and the '.join(shipped)} arm ship{'s' * (len(shipped) == 1)} as a "
+            "backbone with its SOURCE.md, and the unsupervised grid runs on it (every row, the variants "
+            "included, seeds 0, 1, 2)."
+        )
+    return (
+        "As pre-registered: no arm passed, so no backbone ships and no unsupervised grid runs; "
+        "DIAGNOSIS.md says so with these numbers."
+    )
 
 
 def row_cells(rows: dict[str, dict | None], keys: tuple[str, ...]) -> list[str]:
