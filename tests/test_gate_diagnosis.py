@@ -52,3 +52,14 @@ def test_the_table_reads_every_run_and_the_bar(tmp_path: Path) -> None:
     assert "not run yet" in rows["| the control: the same recipe, plain PyTorch"]
     assert rows["| the control: the same recipe, plain PyTorch"].endswith("| — |")
     assert (budget / "diagnosis/lr3e-5/cls/plain_simcse.json").is_file()  # copied beside the scores
+
+    # issue 50's experiments: DIAGNOSIS.md carries their pre-registered reading once they report one
+    assert "## The two untested causes, tested" not in text
+    reading = "- (a) Neither arm passes: dropout adaptation at this dose is not the cause."
+    write(budget / "experiments/EXPERIMENTS.md", {})
+    (budget / "experiments/EXPERIMENTS.md").write_text(
+        f"# x\n\n| table |\n\n## The reading, as pre-registered\n\n{reading}\n", encoding="utf-8"
+    )
+    text = gate_diagnosis.diagnosis(BACKBONE, tmp_path)
+    assert text.index("## The two untested causes, tested (issue 50)") > text.index("| lr 3e-5")
+    assert text.rstrip().endswith(reading) and "[experiments/EXPERIMENTS.md]" in text

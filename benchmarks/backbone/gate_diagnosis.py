@@ -113,7 +113,28 @@ def diagnosis(backbone: str, repo: Path = REPO) -> str:
         cleared = done and all(r["avg_all"] >= bar for r in rows.values())
         verdict = ("**yes**" if cleared else "no") if done else "—"
         lines.append(f"| {words} | {' | '.join(cells)} | {verdict} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *experiments_reading(results)]) + "\n"
+
+
+def experiments_reading(results: Path) -> list[str]:
+    """Issue 50's two causes tested by experiment (unsup_experiments.py, which imports this module: its
+    report is read as text): the reading its EXPERIMENTS.md states, with a link to the numbers."""
+    report = results / "experiments" / "EXPERIMENTS.md"
+    if not report.is_file():
+        return []
+    heading = "## The reading, as pre-registered"
+    text = report.read_text(encoding="utf-8")
+    reading = text.split(heading, 1)[1].strip() if heading in text else "(no reading in the report yet)"
+    return [
+        "",
+        "## The two untested causes, tested (issue 50)",
+        "",
+        "Dropout adaptation and unseen sentences, pre-registered in docs/COMPARE.md (\"The paper's claims",
+        'measured fairly", item 4); the numbers: [experiments/EXPERIMENTS.md](experiments/EXPERIMENTS.md)',
+        "(`python benchmarks/backbone/unsup_experiments.py report`).",
+        "",
+        reading,
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
