@@ -492,7 +492,8 @@ def report_text(case: Case) -> str:
         return "\n".join(lines)
     lines += [
         "SciFact test nDCG@10 and the 7-task STS average (× 100), mean ± sd over seeds; kept step: the steps "
-        "each seed kept.",
+        "each seed kept (0: no trained step beat the model before training, which for `lwap-native` and "
+        "`mean` is the untouched backbone).",
         "",
         "| pooler | negatives | kept by | seeds | kept step | SciFact nDCG@10 | STS avg. |",
         "| --- | --- | --- | ---: | --- | ---: | ---: |",
