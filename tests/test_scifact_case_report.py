@@ -52,3 +52,30 @@ def test_the_report_pairs_runs_by_seed(tmp_path: Path) -> None:
     assert "-0.30 ± 0.10 | beyond the seed spread (−) |" in text  # what it costs on STS, every seed
     assert "6 runs of 36 planned (the grid runs seed by seed)" in text
     assert "The 6 runs made so far, as they measured themselves (medians): training 2.0 min" in text
+
+
+def test_what_it_shows_is_computed_from_the_runs() -> None:
+    from benchmarks.owntask.case_reading import summary
+
+    base = {"scifact": {"ndcg@10": 64.0}, "sts_average": 78.0}
+    runs = []
+    for seed in range(3):
+        runs += [
+            _run("mean", "none", "dev", seed, 66.0 + seed, 77.9),
+            _run("mean", "none", "stsb", seed, 65.0 + seed, 78.1),
+            _run("mean", "mined", "dev", seed, 68.0 + seed, 78.0),
+            _run("mean", "mined", "stsb", seed, 66.0, 78.2),
+            _run("lwap", "none", "dev", seed, 59.0, 74.0),
+        ]
+    text = "\n".join(summary(runs, base, ("mean", "lwap"), ("none", "mined"), 3))
+    assert "Provisional" not in text
+    assert (
+        "`mean`, mined negatives, kept by the dev folder: SciFact nDCG@10 69.00 against the untouched" in text
+    )
+    assert "(+5.00); STS avg. 78.00 against 78.00 (+0.00)" in text
+    # dev − stsb: none +1.00 every seed, mined +2, +3, +4 → 2 up; STS −0.2 both → 2 down
+    assert "instead of STS-B dev's, over the 2 pooler × setting pairs: SciFact nDCG@10 +1.00 to +3.00" in text
+    assert "(beyond the seed spread: 2 up, 0 down); STS avg. -0.20 to -0.20 (0 up, 2 down)" in text
+    assert "`lwap` stays below the untouched backbone on both measures in every run" in text
+    assert "`mean` stays below" not in text
+    assert "_Provisional: 2 of 3 seeds" in "\n".join(summary(runs[:10], base, ("mean", "lwap"), ("none",), 3))

@@ -54,6 +54,7 @@ if __package__ in (None, ""):  # run as a file: the repository root on sys.path,
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import REPO
+from benchmarks.owntask.case_reading import paired, spread, summary, verdict
 from benchmarks.owntask.scifact_data import UserFiles, make_files, scifact_folder
 
 RESULTS = REPO / "benchmarks" / "results" / "owntask"
@@ -382,34 +383,6 @@ def size(case: Case, steps: int) -> dict[str, Any]:
 # --- report ------------------------------------------------------------------------------------------------
 
 
-def spread(values: list[float]) -> str:
-    if not values:
-        return "—"
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.2f} ± {sd:.2f}" if len(values) > 1 else f"{values[0]:.2f}"
-
-
-def verdict(differences: list[float]) -> str:
-    """The pre-registered reading: beyond the seed spread when every paired difference has one sign."""
-    if len(differences) < 2:
-        return "too few seeds"
-    if all(d > 0 for d in differences):
-        return "beyond the seed spread (+)"
-    if all(d < 0 for d in differences):
-        return "beyond the seed spread (−)"
-    return "within the seed spread"
-
-
-def paired(
-    runs: list[dict], pooler: str, key: tuple[str, str], a: tuple[str, str], b: tuple[str, str]
-) -> list[float]:
-    """Per seed: the figure of run `a` minus that of run `b` ((negatives, selection) pairs)."""
-    by = {(r["negatives"], r["selection"], r["seed"]): r for r in runs if r["pooler"] == pooler}
-    figure = (lambda r: r["scifact"]["ndcg@10"]) if key[0] == "scifact" else (lambda r: r["sts_average"])
-    seeds = sorted({s for (_, _, s) in by if (*a, s) in by and (*b, s) in by})
-    return [figure(by[(*a, s)]) - figure(by[(*b, s)]) for s in seeds]
-
-
 def _cost(case: Case) -> list[str]:
     """What one run and the grid cost, from `size` (size.json), and mining's cost (mine_cost.json)."""
     lines = ["## Cost", ""]
@@ -550,6 +523,7 @@ def report_text(case: Case) -> str:
     status = "" if done else f" of {planned} planned (the grid runs seed by seed)"
     wall = f"wall time per run (training + scoring) {spread(seconds)} s"
     lines += ["", f"{len(runs)} runs{status}; {wall}.", ""]
+    lines += summary(runs, base, tuple(POOLERS), NEGATIVES, len(SEEDS))
     return "\n".join(lines)
 
 
