@@ -106,14 +106,28 @@ def diagnosis(backbone: str, repo: Path = REPO) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for words, rows in runs:
-        cells, done = [], all(rows.values())
-        for pooling in ("cls", "mean"):
-            row = rows[pooling]
-            cells += [f"{row['avg_all']:.2f}", row["dev"]] if row else ["not run yet", "—"]
-        cleared = done and all(r["avg_all"] >= bar for r in rows.values())
-        verdict = ("**yes**" if cleared else "no") if done else "—"
-        lines.append(f"| {words} | {' | '.join(cells)} | {verdict} |")
+        verdict = CLEARS_WORDS[clears(rows, bar)]
+        lines.append(f"| {words} | {' | '.join(row_cells(rows, ('cls', 'mean')))} | {verdict} |")
     return "\n".join([*lines, *experiments_reading(results)]) + "\n"
+
+
+CLEARS_WORDS = {True: "**yes**", False: "no", None: "—"}  # a table's "both clear it" column
+
+
+def row_cells(rows: dict[str, dict[str, Any] | None], keys: tuple[str, ...]) -> list[str]:
+    """Each pooler's Avg. (all) and STS-B dev curve, or "not run yet"."""
+    cells = []
+    for key in keys:
+        row = rows[key]
+        cells += [f"{row['avg_all']:.2f}", row["dev"]] if row else ["not run yet", "—"]
+    return cells
+
+
+def clears(rows: dict[str, dict[str, Any] | None], bar: float | None) -> bool | None:
+    """The gate's rule: both poolers at or above `bar`; None until both are measured and the bar known."""
+    if bar is None or not all(rows.values()):
+        return None
+    return all(row["avg_all"] >= bar for row in rows.values() if row)
 
 
 def experiments_reading(results: Path) -> list[str]:

@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a file: the repository root on sys.path,
 
 from benchmarks import REPO
 from benchmarks.backbone.budget_probe import GATE_BUDGETS, GATE_MARGINS
-from benchmarks.backbone.gate_diagnosis import lwap_row, plain_row
+from benchmarks.backbone.gate_diagnosis import CLEARS_WORDS, clears, lwap_row, plain_row, row_cells
 from benchmarks.backbone.mlm_data import evaluation_sentences, normalise
 from lwap.compare.cells import read
 from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
@@ -212,7 +212,7 @@ def report() -> str:
         ):
             cleared = clears(rows, bar)
             passed.setdefault(arm, cleared)  # an arm passes by lwap's trainer, the first run listed
-            verdict = {True: "**yes**", False: "no", None: "—"}[cleared]
+            verdict = CLEARS_WORDS[cleared]
             bar_text = f"{bar:.2f}" if bar is not None else "—"
             lines.append(
                 f"| {arm} | {shown} | {bar_text} | {run_label} | {' | '.join(row_cells(rows, POOLINGS))} "
@@ -228,13 +228,6 @@ def report() -> str:
         next_step(passed),
     ]
     return "\n".join(lines) + "\n"
-
-
-def clears(rows: dict[str, dict | None], bar: float | None) -> bool | None:
-    """Both poolers at or above `bar` (the gate's rule); None until both are measured and the bar known."""
-    if bar is None or not all(rows.values()):
-        return None
-    return all(row["avg_all"] >= bar for row in rows.values() if row)
 
 
 def reading_unseen() -> str:
@@ -290,14 +283,6 @@ def next_step(passed: dict[str, bool | None]) -> str:
         "As pre-registered: no arm passed, so no backbone ships and no unsupervised grid runs; "
         "DIAGNOSIS.md says so with these numbers."
     )
-
-
-def row_cells(rows: dict[str, dict | None], keys: tuple[str, ...]) -> list[str]:
-    cells = []
-    for key in keys:
-        row = rows[key]
-        cells += [f"{row['avg_all']:.2f}", row["dev"]] if row else ["not run yet", "—"]
-    return cells
 
 
 def write_report() -> None:

@@ -78,14 +78,12 @@ class SharedForward:
 
         def forward(features: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             key = self.key(features)
-            if listened is not None and listened._forward_hooks:  # the recorder: this depth's own forward
-                if (depth, key) not in self.own:
-                    out = original(features, **kwargs)
-                    self.own[depth, key] = out["sentence_embedding"].detach().clone()
-                    return out
+            if (depth, key) in self.own:
                 vectors = self.own[depth, key]
-            elif (depth, key) in self.own:
-                vectors = self.own[depth, key]
+            elif listened is not None and listened._forward_hooks:  # the recorder: this depth's own forward
+                out = original(features, **kwargs)
+                self.own[depth, key] = out["sentence_embedding"].detach().clone()
+                return out
             elif key in self.cache:
                 vectors = self.cache[key][:, index]
             else:

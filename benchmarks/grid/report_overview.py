@@ -136,10 +136,9 @@ TABLES: list[tuple[str, list[str], Callable[[Cells], str | None]]] = [
 ]
 
 
-def overview_tables(grid: Grid, found: list[str]) -> list[str]:
+def overview_tables(grids: Grids) -> list[str]:
     """The overview tables (`lwap` against the paper's baseline, `cls` without its MLP, the fixed
     all-levels mean, the best mean-based pooler), then which of their verdicts the paired reading moves."""
-    grids = load_grids(grid, found)
     lines, changed = [], []
     for title, words, pick in TABLES:
         rows, changes = rows_against(grids, pick)

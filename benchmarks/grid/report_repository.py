@@ -16,7 +16,7 @@ from pathlib import Path
 from benchmarks.grid import report_geometry
 from benchmarks.grid.report_decomposition import decomposition
 from benchmarks.grid.report_gates import gate_failed, gate_notes, gate_sections, read_gates
-from benchmarks.grid.report_overview import overview_tables
+from benchmarks.grid.report_overview import load_grids, overview_tables
 from benchmarks.grid.report_prose import BACKBONE_NOTES, BACKBONE_TITLES, INTRO, NO_OTHER_BACKBONE, WORDING
 from benchmarks.grid.report_reruns import rerun_section
 from benchmarks.grid.report_scales import scales_section
@@ -44,7 +44,8 @@ class RepositoryReport(Report):
         return other_backbones_line(others) or NO_OTHER_BACKBONE.format(prog=self.wording.prog)
 
     def overview(self) -> list[str]:
-        return [*overview_tables(self.grid, self.found), *scales_section(self.grid, self.found)]
+        grids = load_grids(self.grid, self.found)  # read once for both sections
+        return [*overview_tables(grids), *scales_section(grids)]
 
     def backbone_title(self, name: str) -> str:
         return BACKBONE_TITLES.get(name, name)

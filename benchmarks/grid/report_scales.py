@@ -7,17 +7,17 @@ read a second time with `lwap-levelnorm` as LWAP, both readings reported."""
 from __future__ import annotations
 
 from benchmarks.grid.report_decomposition import PLANNED_SEEDS
-from benchmarks.grid.report_overview import TABLES, Grids, load_grids, rows_against, table, verdict_cell
-from lwap.compare.grid import REGIME_WORDS, SCALE_VARIANTS, Grid, backbone_name
+from benchmarks.grid.report_overview import TABLES, Grids, rows_against, table, verdict_cell
+from lwap.compare.grid import REGIME_WORDS, SCALE_VARIANTS, backbone_name
 from lwap.compare.paired import holm, paired
 
 SCALE_ROW = next(iter(SCALE_VARIANTS))  # "lwap-levelnorm"
 KEYS = (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10"))  # the pre-registered two
 
 
-def scales_section(grid: Grid, found: list[str]) -> list[str]:
+def scales_section(every_grid: Grids) -> list[str]:
     """The table of `lwap-levelnorm` − `lwap`, the reading in words, and the second reading if needed."""
-    grids: Grids = [(b, r, c) for b, r, c in load_grids(grid, found) if "lwap" in c and SCALE_ROW in c]
+    grids: Grids = [(b, r, c) for b, r, c in every_grid if "lwap" in c and SCALE_ROW in c]
     if not grids:
         return []
     found_pairs = [paired(c[SCALE_ROW], c["lwap"], key) for _, _, c in grids for key, _ in KEYS]

@@ -76,7 +76,7 @@ def summary(
         f"{base_search:.2f} ({best_search - base_search:+.2f}); STS avg. {best_sts:.2f} against "
         f"{base_sts:.2f} ({best_sts - base_sts:+.2f}).",
     ]
-    selection = [(n, "dev", n, "stsb") for n in negatives]
+    selection = [(kind, "dev", kind, "stsb") for kind in negatives]
     mining = [("mined", s, "none", s) for s in SELECTION_WORDS]
     for what, pairs in (
         ("**Keeping the dev folder's checkpoint** instead of STS-B dev's", selection),
