@@ -47,7 +47,7 @@ def test_the_report_pairs_runs_by_seed(tmp_path: Path) -> None:
     text = case.report_text(c)
     assert "| mean | none | dev folder | 3 | 44, 44, 44 | 66.50 ± 0.50 | 77.90 ± 0.10 |" in text
     assert "| mean | none | STS-B dev | 3 | 20, 20, 20 | 65.50 ± 0.50 | 78.20 ± 0.00 |" in text
-    row = "| mean | dev folder − STS-B dev, none negatives | 1.00 ± 0.50 | beyond the seed spread (+) |"
+    row = "| mean | dev folder − STS-B dev, no negatives | 1.00 ± 0.50 | beyond the seed spread (+) |"
     assert row in text
     assert "-0.30 ± 0.10 | beyond the seed spread (−) |" in text  # what it costs on STS, every seed
     assert "6 runs of 36 planned (the grid runs seed by seed)" in text

@@ -68,6 +68,7 @@ POOLERS = {
 NEGATIVES = ("none", "mined")
 SELECTIONS = ("dev", "stsb")
 SEEDS = (0, 1, 2)
+CASE_RUNS = len(POOLERS) * len(NEGATIVES) * len(SELECTIONS) * len(SEEDS)
 STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 BUDGET = {
     "epochs": 2,
@@ -361,7 +362,7 @@ def size(case: Case, steps: int) -> dict[str, Any]:
         budget_steps // case.budget["eval_steps"] + 1 + bool(budget_steps % case.budget["eval_steps"])
     )
     training = per_step * budget_steps + per_eval * budget_evals + 30  # + loading and saving
-    runs = len(POOLERS) * len(NEGATIVES) * len(SELECTIONS) * len(SEEDS)
+    runs = CASE_RUNS
     estimate = {
         "measured": {
             "steps": steps,
@@ -408,8 +409,9 @@ def _cost(case: Case) -> list[str]:
         training = statistics.median(r["train"]["wall_seconds"] for r in runs) / 60
         scored = [r["eval_seconds"] for r in runs if not r.get("eval_reused_from")]
         scoring = f", scoring {statistics.median(scored) / 60:.1f} min" if scored else ""
+        so_far = " made so far" * (len(runs) < CASE_RUNS)
         lines += [
-            f"The {len(runs)} runs made so far, as they measured themselves (medians): training "
+            f"The {len(runs)} runs{so_far}, as they measured themselves (medians): training "
             f"{training:.1f} min (its dev evaluations included){scoring}.",
             "",
         ]
@@ -506,7 +508,10 @@ def report_text(case: Case) -> str:
         "| pooler | comparison | Δ SciFact nDCG@10 | reading | Δ STS avg. | reading |",
         "| --- | --- | ---: | --- | ---: | --- |",
     ]
-    comparisons = [(f"dev folder − STS-B dev, {n} negatives", (n, "dev"), (n, "stsb")) for n in NEGATIVES] + [
+    negatives_words = {"none": "no negatives", "mined": "mined negatives"}
+    comparisons = [
+        (f"dev folder − STS-B dev, {negatives_words[n]}", (n, "dev"), (n, "stsb")) for n in NEGATIVES
+    ] + [
         (f"mined − none, kept by {'dev folder' if s == 'dev' else 'STS-B dev'}", ("mined", s), ("none", s))
         for s in SELECTIONS
     ]
@@ -518,7 +523,7 @@ def report_text(case: Case) -> str:
                 cells = (pooler, label, spread(search), verdict(search), spread(sts), verdict(sts))
                 lines.append("| " + " | ".join(cells) + " |")
     seconds = [r["seconds"] for r in runs if not r.get("eval_reused_from")]
-    planned = len(POOLERS) * len(NEGATIVES) * len(SELECTIONS) * len(SEEDS)
+    planned = CASE_RUNS
     done = len(runs) >= planned or case.smoke
     status = "" if done else f" of {planned} planned (the grid runs seed by seed)"
     wall = f"wall time per run (training + scoring) {spread(seconds)} s"
