@@ -54,7 +54,7 @@ if __package__ in (None, ""):  # run as a file: the repository root on sys.path,
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import REPO
-from benchmarks.owntask.case_reading import paired, spread, summary, verdict
+from benchmarks.owntask.case_reading import SELECTION_WORDS, paired, spread, summary, verdict
 from benchmarks.owntask.scifact_data import UserFiles, make_files, scifact_folder
 
 RESULTS = REPO / "benchmarks" / "results" / "owntask"
@@ -362,7 +362,6 @@ def size(case: Case, steps: int) -> dict[str, Any]:
         budget_steps // case.budget["eval_steps"] + 1 + bool(budget_steps % case.budget["eval_steps"])
     )
     training = per_step * budget_steps + per_eval * budget_evals + 30  # + loading and saving
-    runs = CASE_RUNS
     estimate = {
         "measured": {
             "steps": steps,
@@ -374,8 +373,8 @@ def size(case: Case, steps: int) -> dict[str, Any]:
         "budget_steps": budget_steps,
         "budget_dev_evaluations": budget_evals,
         "run_seconds": round(training + scoring),
-        "runs": runs,
-        "grid_hours": round(runs * (training + scoring) / 3600, 1),
+        "runs": CASE_RUNS,
+        "grid_hours": round(CASE_RUNS * (training + scoring) / 3600, 1),
     }
     write_json(case.results / "size.json", estimate)
     return estimate
@@ -491,12 +490,10 @@ def report_text(case: Case) -> str:
                 kept = ", ".join(
                     str(r["train"]["final_model_step"]) for r in sorted(group, key=lambda r: r["seed"])
                 )
-                label = "dev folder" if selection == "dev" else "STS-B dev"
                 search = spread([r["scifact"]["ndcg@10"] for r in group])
                 sts = spread([r["sts_average"] for r in group])
-                lines.append(
-                    f"| {pooler} | {negatives} | {label} | {len(group)} | {kept} | {search} | {sts} |"
-                )
+                cells = (pooler, negatives, SELECTION_WORDS[selection], str(len(group)), kept, search, sts)
+                lines.append("| " + " | ".join(cells) + " |")
     if not runs:
         lines += ["", "No grid runs yet: only the backbone is scored (the commands above make the rest).", ""]
         return "\n".join(lines)
@@ -511,10 +508,7 @@ def report_text(case: Case) -> str:
     negatives_words = {"none": "no negatives", "mined": "mined negatives"}
     comparisons = [
         (f"dev folder − STS-B dev, {negatives_words[n]}", (n, "dev"), (n, "stsb")) for n in NEGATIVES
-    ] + [
-        (f"mined − none, kept by {'dev folder' if s == 'dev' else 'STS-B dev'}", ("mined", s), ("none", s))
-        for s in SELECTIONS
-    ]
+    ] + [(f"mined − none, kept by {SELECTION_WORDS[s]}", ("mined", s), ("none", s)) for s in SELECTIONS]
     for pooler in POOLERS:
         for label, a, b in comparisons:
             search = paired(runs, pooler, ("scifact",), a, b)
@@ -523,9 +517,8 @@ def report_text(case: Case) -> str:
                 cells = (pooler, label, spread(search), verdict(search), spread(sts), verdict(sts))
                 lines.append("| " + " | ".join(cells) + " |")
     seconds = [r["seconds"] for r in runs if not r.get("eval_reused_from")]
-    planned = CASE_RUNS
-    done = len(runs) >= planned or case.smoke
-    status = "" if done else f" of {planned} planned (the grid runs seed by seed)"
+    done = len(runs) >= CASE_RUNS or case.smoke
+    status = "" if done else f" of {CASE_RUNS} planned (the grid runs seed by seed)"
     wall = f"wall time per run (training + scoring) {spread(seconds)} s"
     lines += ["", f"{len(runs)} runs{status}; {wall}.", ""]
     lines += summary(runs, base, tuple(POOLERS), NEGATIVES, len(SEEDS))
