@@ -61,3 +61,18 @@ def test_the_report_gives_each_level_its_weight_in_the_average() -> None:
     assert "| embedding output | 1.00 | 2.00 | 3.00 | 0.75 |" in text
     assert "| layer 1 | 1.00 | 2.00 | 1.00 | 0.25 |" in text
     assert "| all levels, equal weights (`all_levels_avg`) | 1.00 | 2.00 | 1.50 | – |" in text
+
+
+def test_main_measures_into_a_new_folder_then_reports_from_it_alone(
+    tiny_bert: Path, mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probe, "backbones", lambda _grid: [str(tiny_bert)])
+    monkeypatch.setattr(probe, "RESULTS", tmp_path / "results" / "level-means")  # not made yet
+    doc = tmp_path / "LEVEL_MEANS.md"
+    assert probe.main(["--output", str(doc)]) == 0
+    stored = probe.result_file(str(tiny_bert))
+    assert stored.is_file() and "| layer 5 |" in doc.read_text(encoding="utf-8")
+    first = doc.read_text(encoding="utf-8")
+    monkeypatch.setattr(probe, "measure", lambda *_: pytest.fail("--report measured again"))
+    assert probe.main(["--report", "--output", str(doc)]) == 0
+    assert doc.read_text(encoding="utf-8") == first

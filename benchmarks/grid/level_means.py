@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         dataset, tasks = load_scifact("test"), [load_sts_task(name) for name in STS_TASKS]
         for backbone in names:
             if not result_file(backbone).exists():
+                RESULTS.mkdir(parents=True, exist_ok=True)
                 print(f"[levels] {backbone}", file=sys.stderr, flush=True)
                 write_json_atomically(measure(backbone, dataset, tasks), result_file(backbone))
     found = [read_json_object(result_file(b)) for b in names if result_file(b).exists()]
