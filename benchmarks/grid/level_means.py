@@ -153,6 +153,25 @@ def table(result: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def reading(result: dict[str, Any]) -> str:
+    """One line per backbone, from its rows: the best level on SciFact against the others, and how much of
+    the equal-weight average the last layer makes."""
+    rows = result["rows"]
+    levels = {name: r for name, r in rows.items() if len(r["levels"]) == 1}
+    best = max(levels, key=lambda name: levels[name]["scifact_ndcg@10"])
+    others = [r["scifact_ndcg@10"] for name, r in levels.items() if name != best]
+    last_name, last = list(levels.items())[-1]
+    weight = last["norm_documents"] / sum(r["norm_documents"] for r in levels.values())
+    average = next(r for r in rows.values() if len(r["levels"]) == len(levels))
+    return (
+        f"- {backbone_name(result['backbone'])}: the best level on SciFact is {best} "
+        f"({levels[best]['scifact_ndcg@10']:.2f}; the others {min(others):.2f}–{max(others):.2f}); the last "
+        f"layer ({last_name}) makes {weight:.2f} of the equal-weight average on the documents, which scores "
+        f"{average['scifact_ndcg@10']:.2f} (STS {average['avg_all']:.2f}, the last layer's mean "
+        f"{last['avg_all']:.2f})."
+    )
+
+
 def result_file(backbone: str) -> Path:
     return RESULTS / f"{backbone_name(backbone)}.json"
 
@@ -171,6 +190,8 @@ def report(found: list[dict[str, Any]]) -> str:
         "`mean` pooler. Do not edit by hand.",
         "",
     ]
+    if found:
+        lines += ["## What it shows", "", *(reading(result) for result in found), "", "## Each level", ""]
     for result in found:
         lines += table(result)
     return "\n".join(lines)

@@ -121,7 +121,8 @@ TABLES: list[tuple[str, list[str], Callable[[Cells], str | None]]] = [
         "## Does `lwap` beat a fixed average of the same levels? Every backbone",
         [
             "`lwap` − `all_levels_avg` (every level LWAP reads, equal fixed weights: no learned",
-            "attention, no head), read as the tables above (issue 50).",
+            "attention, no head), read as the tables above (issue 50). Why it wins or collapses where it",
+            "does, from the untouched backbones' levels scored one by one: [LEVEL_MEANS.md](LEVEL_MEANS.md).",
         ],
         lambda cells: "all_levels_avg",
     ),
