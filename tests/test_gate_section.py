@@ -58,6 +58,17 @@ def test_a_failed_gate_brings_its_table_outcome_and_diagnosis(tmp_path: Path) ->
     assert text.rstrip().endswith("| the control | 41.00 | a | 47.00 | b | no |")
 
 
+def test_the_experiments_readings_follow_the_diagnosis_table(tmp_path: Path) -> None:
+    """Issue 50's two causes, tested: DIAGNOSIS.md's reading lines, after its table and nothing else."""
+    write_gate(tmp_path / "bert-new", "gate", passed=False)
+    tested = "- (b) S is 2 points above W: part of the cause.\n- (a) Dropout adaptation: not read yet."
+    text = DIAGNOSIS + "\n## The two untested causes, tested\n\nIntro.\n\n" + tested + "\n\nWhat follows.\n"
+    (tmp_path / "bert-new" / "DIAGNOSIS.md").write_text(text, encoding="utf-8")
+    section = "\n".join(sections(tmp_path, {}))
+    assert section.rstrip().endswith(tested) and "Intro." not in section and "What follows" not in section
+    assert "benchmarks/results/compare/budget/bert-new/experiments/EXPERIMENTS.md" in section
+
+
 def test_a_gate_passed_in_one_regime_stops_only_the_other(tmp_path: Path) -> None:
     write_gate(tmp_path / "bert-new", "gate", passed=False)
     choice_file = tmp_path / "bert-new" / "choice.json"

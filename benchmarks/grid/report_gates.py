@@ -96,4 +96,18 @@ def gate_sections(budget_root: Path, gates: dict[str, dict], notes: dict[str, st
                 *table_lines(folder / "DIAGNOSIS.md", "| run |"),
                 "",
             ]
+            tested = [
+                line
+                for line in (folder / "DIAGNOSIS.md").read_text(encoding="utf-8").splitlines()
+                if line.startswith(("- (a)", "- (b)"))
+            ]
+            if tested:  # issue 50's two causes, tested by experiment; DIAGNOSIS.md states the readings
+                lines += [
+                    "The two causes the diagnosis left untested, tested (issue 50; S: SNLI sentences the "
+                    "backbone never saw, W: as many of its Wikipedia ones; "
+                    f"{where}/experiments/EXPERIMENTS.md):",
+                    "",
+                    *tested,
+                    "",
+                ]
     return lines
