@@ -76,3 +76,10 @@ def test_main_measures_into_a_new_folder_then_reports_from_it_alone(
     monkeypatch.setattr(probe, "measure", lambda *_: pytest.fail("--report measured again"))
     assert probe.main(["--report", "--output", str(doc)]) == 0
     assert doc.read_text(encoding="utf-8") == first
+
+
+def test_the_committed_doc_is_what_the_stored_files_make() -> None:
+    """docs/LEVEL_MEANS.md is generated: remade from results/compare/level-means/ alone, byte for byte."""
+    found = [probe.read_json_object(probe.result_file(b)) for b in probe.backbones(probe.GRID)]
+    assert len(found) == 4  # every grid backbone measured
+    assert probe.report(found) == probe.OUTPUT.read_text(encoding="utf-8")
