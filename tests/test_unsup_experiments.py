@@ -4,6 +4,8 @@ what follows."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from benchmarks.backbone import unsup_experiments as experiments
@@ -70,3 +72,26 @@ def test_an_arm_passes_only_when_both_poolers_clear_its_bar() -> None:
     assert experiments.clears({"cls": None, "mean": {"avg_all": 60.0}}, 55.0) is None
     assert experiments.clears(rows(56.0, 56.0), None) is None
     assert "decided once both arms are read" in experiments.next_step({"dropout0.1": True, "dropout0": None})
+
+
+def test_a_resumed_run_copies_an_arm_record_the_mlm_step_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MLM step is done (the arm's folder has its SOURCE.md) but its record was never copied (a run
+    stopped in between): resuming copies it, as its own step, before the arm's cells."""
+    monkeypatch.setattr(experiments, "REPO", tmp_path)
+    monkeypatch.setattr(experiments, "RESULTS", tmp_path / "results")
+    for arm in experiments.ARMS:
+        folder = tmp_path / experiments.arm_folder(arm)
+        folder.mkdir(parents=True)
+        (folder / "SOURCE.md").write_text(f"# {arm}\n", encoding="utf-8")
+        (folder / "loss_curve.csv").write_text("step,loss\n", encoding="utf-8")
+    found = {what: (command, done) for what, command, done in experiments.steps()}
+    command, done = found["arm dropout0.1: its record"]
+    assert callable(command) and not done.is_file()
+    command()
+    assert done.read_text(encoding="utf-8") == "step,loss\n"
+    assert (done.parent / "SOURCE.md").read_text(encoding="utf-8") == "# dropout0.1\n"
+    order = list(found)
+    assert order.index("arm dropout0.1: MLM") < order.index("arm dropout0.1: its record")
+    assert order.index("arm dropout0.1: its record") < order.index("arm dropout0.1: lwap's cells")

@@ -30,7 +30,8 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
@@ -111,13 +112,32 @@ def plain_steps(label: str, backbone: str, extra: list[str]) -> Iterator[tuple[s
         yield f"{label} {pooling}: eval", [*evaluate, "--no-progress"], scores / "results.json"
 
 
-def steps() -> Iterator[tuple[str, list[str] | None, Path]]:
-    """(what, the python command or None for an in-process step, the file that marks it done), in the
-    order docs/COMPARE.md pre-registers: (b), then (a)."""
-    yield "unseen sentences: the two files", None, RESULTS / "unseen" / "sentences.json"
+def write_unseen_record(done: Path) -> None:
+    """The two sentence files, and what they hold beside the scores."""
+    record = write_unseen_sentences()
+    done.parent.mkdir(parents=True, exist_ok=True)
+    done.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def copy_arm_record(arm: str) -> None:
+    """The arm's SOURCE.md and loss curve, kept beside its scores (the weights stay in runs/). Its own
+    step, so that a run stopped after the MLM still copies them when it resumes."""
+    for name in ("SOURCE.md", "loss_curve.csv"):
+        target = RESULTS / "arms" / arm / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / arm_folder(arm) / name, target)
+
+
+Step = tuple[str, list[str] | Callable[[], None], Path]  # what, a python command or an in-process call, done
+
+
+def steps() -> Iterator[Step]:
+    """(what, the python command or in-process call, the file that marks it done), in the order
+    docs/COMPARE.md pre-registers: (b), then (a)."""
+    record = RESULTS / "unseen" / "sentences.json"
+    yield "unseen sentences: the two files", partial(write_unseen_record, record), record
     snli, wiki = unseen_files()
-    count = json.loads((RESULTS / "unseen" / "sentences.json").read_text())["snli"]["sentences"] if (
-        RESULTS / "unseen" / "sentences.json").is_file() else 0  # fmt: skip
+    count = json.loads(record.read_text())["snli"]["sentences"] if record.is_file() else 0
     for arm, path in (("unseen/snli", snli), ("unseen/wiki", wiki)):
         yield from plain_steps(arm, BACKBONE, ["--train", str(path), "--max-examples", str(count)])
     for arm, dropout in ARMS.items():
@@ -125,6 +145,11 @@ def steps() -> Iterator[tuple[str, list[str] | None, Path]]:
         mlm = ["benchmarks/backbone/pretrain_mlm.py", "--name", f"{NAME}-{arm}", *ARM_RECIPE]
         mlm += ["--dropout", dropout, "--run-dir", f"runs/pretrain/{NAME}-{arm}", "--out", folder]
         yield f"arm {arm}: MLM", mlm, REPO / folder / "SOURCE.md"
+        yield (
+            f"arm {arm}: its record",
+            partial(copy_arm_record, arm),
+            RESULTS / "arms" / arm / "loss_curve.csv",
+        )
         grid = Grid(RESULTS / "arms" / arm, RUNS / "arms" / arm)
         cells = ["-m", "lwap", "compare", "run", "--results", str(grid.results), "--work-dir", str(grid.work)]
         cells += ["--backbone", folder, "--regime", "unsup", "--seeds", "0", "--poolers", *POOLINGS]
@@ -140,18 +165,10 @@ def run(dry_run: bool) -> int:
         print(f"[{'todo' if dry_run else 'run '}] {what}", flush=True)
         if dry_run:
             continue
-        if command is None:
-            record = write_unseen_sentences()
-            done.parent.mkdir(parents=True, exist_ok=True)
-            done.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-            continue
-        subprocess.run([sys.executable, *command], check=True, cwd=REPO)
-        if what.endswith(": MLM"):  # the arm's record, kept beside its scores (the weights stay in runs/)
-            arm = what.split()[1]
-            for name in ("SOURCE.md", "loss_curve.csv"):
-                target = RESULTS / "arms" / arm / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(REPO / arm_folder(arm) / name, target)
+        if callable(command):
+            command()
+        else:
+            subprocess.run([sys.executable, *command], check=True, cwd=REPO)
     if not dry_run:
         write_report()
     return 0
