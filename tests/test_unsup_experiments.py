@@ -95,3 +95,20 @@ def test_a_resumed_run_copies_an_arm_record_the_mlm_step_left(
     order = list(found)
     assert order.index("arm dropout0.1: MLM") < order.index("arm dropout0.1: its record")
     assert order.index("arm dropout0.1: its record") < order.index("arm dropout0.1: lwap's cells")
+
+
+def test_each_arm_is_reported_with_its_last_held_out_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The arms' MLM is said beside the reading (their MLM head starts fresh): the last held-out loss of
+    each loss curve, not its last training loss, and an arm not run yet says so."""
+    curve = "step,tokens_seen,train_loss,held_out_loss\n25,100,9.3,\n400,900,5.0,4.9\n"
+    curve += "410,950,4.1,\n420,990,,4.38\n"
+    monkeypatch.setattr(experiments, "RESULTS", tmp_path)
+    (tmp_path / "arms" / "dropout0").mkdir(parents=True)
+    (tmp_path / "arms" / "dropout0" / "loss_curve.csv").write_text(curve, encoding="utf-8")
+    assert experiments.final_held_out_loss(tmp_path / "arms" / "dropout0" / "loss_curve.csv") == 4.38
+    assert experiments.final_held_out_loss(tmp_path / "missing.csv") is None
+    line = experiments.arm_losses()
+    assert "dropout0.1 not run yet, dropout0 4.38" in line
+    assert "the shipped backbone's: 3.51" in line  # the committed backbone's loss_curve.csv
