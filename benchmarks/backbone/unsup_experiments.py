@@ -262,7 +262,9 @@ def arm_losses() -> str:
     fresh (the shipped folder keeps the encoder only), so its held-out loss is not the shipped one's."""
     shipped = final_held_out_loss(REPO / BACKBONE / "loss_curve.csv")
     arms = {arm: final_held_out_loss(RESULTS / "arms" / arm / "loss_curve.csv") for arm in ARMS}
-    shown = ", ".join(f"{arm} {loss:.2f}" if loss else f"{arm} not run yet" for arm, loss in arms.items())
+    shown = ", ".join(
+        f"{arm} {loss:.2f}" if loss is not None else f"{arm} not run yet" for arm, loss in arms.items()
+    )
     return (
         "Each arm continues MLM from the shipped backbone (lr 1e-4, 8 M tokens, `pretrain_mlm.py "
         "--init-from`; the command is in the arm's SOURCE.md; only the dropout differs). Held-out MLM "
