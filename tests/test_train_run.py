@@ -324,6 +324,31 @@ def test_sigint_saves_a_checkpoint_and_resume_finishes(tmp_path: Path, tiny_bert
     assert json.loads((out / "train_summary.json").read_text())["steps"] == stopped + 2
 
 
+def test_a_stop_keeps_its_checkpoint_beside_an_older_best(tmp_path: Path, tiny_bert: Path) -> None:
+    """save_total_limit 1 with keep_best: a stop at step 3 (the best: step 2, the last evaluation) must
+    leave checkpoint-3 to resume from; transformers' end-of-training cleanup kept only the best."""
+    from transformers import TrainerCallback
+
+    class SignalAtStep3(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            if state.global_step == 2:  # StopOnSignal's handler is installed: SIGINT asks for a stop
+                os.kill(os.getpid(), signal.SIGINT)
+
+    path = tiny_config(
+        tmp_path,
+        tiny_bert,
+        training={"max_steps": 6},
+        output={"save_steps": 2, "save_total_limit": 1},
+        eval={"stsb_dev": True, "keep_best": True, "before_training": False, "eval_steps": 2},
+    )
+    with pytest.raises(KeyboardInterrupt):
+        train(load_config(path), config_path=str(path), callbacks=[SignalAtStep3()])
+    out = tmp_path / "run"
+    assert latest_complete_checkpoint(out).name == "checkpoint-3" and not is_finished(out)
+    summary = train(load_config(path), resume=True)  # resumes from the stop, not from the best
+    assert summary["resumed_from"].endswith("checkpoint-3") and summary["steps_this_run"] == 3
+
+
 @pytest.mark.slow
 def test_torchrun_two_processes(tmp_path: Path, tiny_bert: Path) -> None:
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 4, "per_device_batch_size": 8})

@@ -59,10 +59,17 @@ class StopOnSignal(TrainerCallback):
         # alone, a signal stops at this step; in a process group every process must stop at the same step,
         # so StopOnNonFinite reduces this flag with its own, at the steps it checks (see its docstring)
         if self.requested and not process_group_exists():
-            self.stop_here(state, control)
+            self.stop_here(args, state, control)
 
-    def stop_here(self, state: TrainerState, control: TrainerControl) -> None:
-        """Checkpoint this step and stop (StopOnNonFinite cancels the checkpoint of a diverged step)."""
+    def stop_here(self, args: TrainingArguments, state: TrainerState, control: TrainerControl) -> None:
+        """Checkpoint this step and stop (StopOnNonFinite cancels the checkpoint of a diverged step).
+
+        With `save_total_limit: 1` and a best checkpoint, transformers deletes every checkpoint but the
+        best when training ends, a stop included: the one just saved to resume from would go (found when
+        a SIGTERM sent a frontier cell back 73 steps, to its best). Keeping two, for this process only,
+        keeps the best and this one; a resumed run rotates as its config says."""
+        if args.save_total_limit == 1:
+            args.save_total_limit = 2
         control.should_save = True
         control.should_training_stop = True
         self.stopped_at_step = state.global_step

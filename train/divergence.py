@@ -170,7 +170,7 @@ class StopOnNonFinite(TrainerCallback):
             _stop_without_saving(control)
         elif values[0] and self.signal is not None:
             self.signal.requested = True  # every process of the group stops here, signalled or not
-            self.signal.stop_here(state, control)
+            self.signal.stop_here(args, state, control)
 
     def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
         value = (kw.get("metrics") or {}).get(self.dev_metric) if self.dev_metric else None
