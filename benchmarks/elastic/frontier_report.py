@@ -159,14 +159,15 @@ def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> lis
         return [title, "", "No cells yet.", ""]
     first = next(iter(next(iter(cells.values())).values()))
     smoke = SMOKE_SETS[0] in first["overrides"]
-    budget = ", ".join(f"`{o}`" for o in grid.overrides("mean", "ordinary", 0, smoke)[2:]) or "none"
+    sets = ", ".join(f"`{o}`" for o in grid.overrides("mean", "ordinary", 0, smoke)[2:])
+    budget = f"`{grid.config}` with {sets}" if sets else f"`{grid.config}` as it is"
     lwap_sets = ", ".join(f"`{s}`" for s in grid.lwap_sets)
     metrics = metrics_of(cells)
     lines = [
         title,
         "",
-        f"{count} cells of {len(grid.rows) * 3} planned (rows × seeds 0, 1, 2). Budget: `{grid.config}` with "
-        f"{budget}; the `-elastic` rows add `objective.depths=[1..{grid.layers}]`"
+        f"{count} cell{'s' if count != 1 else ''} of {len(grid.rows) * 3} planned (rows × seeds 0, 1, 2). "
+        f"Budget: {budget}; the `-elastic` rows add `objective.depths=[1..{grid.layers}]`"
         f"{', the `lwap` rows ' + lwap_sets if lwap_sets else ''}. Evaluated at depths 1..{grid.layers} "
         f"(`lwap.truncate`): {', '.join(first['eval']['tasks'])}, {first['eval']['precision']}, max length "
         f"{first['eval']['max_seq_length']}. Encode speed: `frontier.py speed`, sentences per second.",
