@@ -129,6 +129,44 @@ def test_report_reads_paired_differences_with_holm() -> None:
     assert table[2].endswith("**above** |")
 
 
+def test_estimate_reads_a_grids_own_cells_once_it_has_some(tmp_path: Path) -> None:
+    """The hours left: a grid's own cells' median (a resumed cell's time left out), else the comparison
+    grid's cells."""
+    import json
+
+    from benchmarks.elastic.frontier import estimate
+
+    folder = tmp_path / "all-MiniLM-L6-v2" / "unsup"
+    folder.mkdir(parents=True)
+    for name, train, resumed in (("a", 500.0, None), ("b", 700.0, None), ("c", 10.0, "checkpoint-50")):
+        cell = {"train_wall_seconds": train, "eval_wall_seconds": 100.0, "train": {"resumed_from": resumed}}
+        (folder / f"{name}.json").write_text(json.dumps(cell))
+    lines = estimate(tmp_path)
+    minilm = next(line for line in lines if line.startswith("| all-MiniLM-L6-v2/unsup "))
+    assert minilm == "| all-MiniLM-L6-v2/unsup | 3 | 700 | 2 frontier cells | 24 | 4.7 |"  # 700 s × 24
+    other = next(line for line in lines if line.startswith("| minilm-l6-mlm/sup "))
+    assert "comparison cells | 27 |" in other
+
+
+def test_step_cost_times_the_trainers_loss(tmp_path: Path, tiny_bert: Path) -> None:
+    """benchmarks/elastic/step_cost.py's timed step is `lwap train`'s: its trainer, batch and loss."""
+    import yaml
+
+    from benchmarks.elastic.step_cost import time_steps
+
+    config = tmp_path / "tiny.yaml"
+    raw = {
+        "output": {"dir": str(tmp_path / "run")},
+        "model": {"backbone": str(tiny_bert), "pooling": "lwap", "max_seq_length": 24},
+        "data": {"train": "$LWAP_DATA_DIR/wiki/wiki_sentences_1m.txt.gz", "max_examples": 32},
+        "objective": {"name": "unsup_simcse"},
+        "training": {"per_device_batch_size": 8, "progress_bar": False},
+    }
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    seconds = time_steps(str(config), ["objective.depths=[2, 5]"], tmp_path / "run", steps=2)
+    assert len(seconds) == 2 and all(s > 0 for s in seconds)
+
+
 @pytest.mark.slow
 def test_pipeline_end_to_end_on_a_tiny_grid(tmp_path: Path, tiny_bert: Path, data_mirror: Path) -> None:
     """Train (lwap train, the anchor) and evaluate three rows at every depth and dimension, resume, time

@@ -3,7 +3,7 @@
     python benchmarks/elastic/frontier.py run [--grids NAME[/REGIME] ...] [--seeds 0 1 2] [--rows ROW ...]
     python benchmarks/elastic/frontier.py speed [--grids ...]
     python benchmarks/elastic/frontier.py report [--output FILE] [--figure FILE]
-    python benchmarks/elastic/frontier.py estimate      # CPU time of the whole grid, from committed cells
+    python benchmarks/elastic/frontier.py estimate      # CPU hours still needed, from committed cells
     python benchmarks/elastic/frontier.py run --smoke   # the pipeline end to end on a tiny budget
 
 For `lwap`, `mean` of layer k, `first_last_avg` over 1..k and `all_levels_avg` over 0..k, each trained
@@ -46,38 +46,46 @@ FIGURE = Path("docs/elastic_frontier.png")
 SMOKE_GRIDS = ["all-MiniLM-L6-v2/unsup", "bert-prenorm-4l256-sentences/sup"]
 
 
-def estimate() -> list[str]:
-    """Hours of CPU for the whole frontier, from the comparison grid's committed cells of the same
-    budgets: training as measured there (the elastic loss adds a pooling head per depth and no backbone
-    pass; the anchor one shallower term), and one full-depth evaluation per cell: every depth and
-    dimension reads its vectors from one full-depth forward per batch (frontier_cells.SharedForward; the
-    backbone dominates). Not counted: each depth's own scoring (similarities, ranking) and, for LWAP
-    rows, each depth's own encoding of STS-B test for its attention profile (about k/L of a small task)."""
+def estimate(results: Path = RESULTS) -> list[str]:
+    """Hours of CPU the frontier still needs, per grid. Where a grid has cells of its own, their median
+    time (training + evaluation; cells that trained in one run: a resumed run's time is its last part) is
+    the measure: the first cell took 2.4 times what the comparison grid's cells of its budget suggest
+    (the depth loss itself costs 1-11 % a step, step_cost.py). Before a grid has one, the comparison
+    grid's committed cells of the same budgets: training as measured there and one full-depth evaluation
+    (frontier_cells.SharedForward reads every depth and dimension from one full-depth forward per batch;
+    each depth's own scoring and LWAP's attention profiles are not counted)."""
     from lwap.compare.cells import read
+    from lwap.files import read_json_object
 
     lines = [
-        "| grid | committed cells read | train s (median) | full eval s (median) | per cell s | cells "
-        "| hours |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| grid | cells done | per cell s (median) | measured on | cells left | hours left |",
+        "| --- | ---: | ---: | --- | ---: | ---: |",
     ]
     total = 0.0
     for grid in GRIDS:
-        folder = (
-            REPO / "benchmarks/results/compare" / grid.regime
-            if grid.name == "all-MiniLM-L6-v2"
-            else REPO / "benchmarks/results/compare/backbones" / grid.name / grid.regime
-        )
-        cells = [read(p) for p in sorted(folder.glob("*.json"))]
-        train = statistics.median(c["train_wall_seconds"] for c in cells)
-        evaluation = statistics.median(c["eval_wall_seconds"] for c in cells)
-        per_cell = train + evaluation  # one shared encoding for all depths (was Σ_k k/L = (L+1)/2 of them)
-        count = len(grid.rows) * len(SEEDS)
-        total += per_cell * count / 3600
+        done = [read_json_object(p) for p in sorted((results / grid.name / grid.regime).glob("*.json"))]
+        timed = [c for c in done if not (c.get("train") or {}).get("resumed_from")]
+        if timed:
+            per_cell = statistics.median(c["train_wall_seconds"] + c["eval_wall_seconds"] for c in timed)
+            source = f"{len(timed)} frontier cell{'s' if len(timed) != 1 else ''}"
+        else:
+            folder = (
+                REPO / "benchmarks/results/compare" / grid.regime
+                if grid.name == "all-MiniLM-L6-v2"
+                else REPO / "benchmarks/results/compare/backbones" / grid.name / grid.regime
+            )
+            cells = [read(p) for p in sorted(folder.glob("*.json"))]
+            per_cell = statistics.median(c["train_wall_seconds"] for c in cells) + statistics.median(
+                c["eval_wall_seconds"] for c in cells
+            )
+            source = f"{len(cells)} comparison cells"
+        left = len(grid.rows) * len(SEEDS) - len(done)
+        total += per_cell * left / 3600
         lines.append(
-            f"| {grid.name}/{grid.regime} | {len(cells)} | {train:.0f} | {evaluation:.0f} | {per_cell:.0f} | "
-            f"{count} | {per_cell * count / 3600:.1f} |"
+            f"| {grid.name}/{grid.regime} | {len(done)} | {per_cell:.0f} | {source} | {left} | "
+            f"{per_cell * left / 3600:.1f} |"
         )
-    lines.append(f"| all | | | | | {len(GRIDS) * len(ROWS) * len(SEEDS)} | {total:.1f} |")
+    lines.append(f"| all | | | | | {total:.1f} |")
     return lines
 
 
@@ -105,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--smoke", action="store_true", help="report the smoke cells (under outputs/)")
     report.add_argument("--output", type=Path)
     report.add_argument("--figure", type=Path)
-    commands.add_parser("estimate", help="CPU hours of the whole grid, from committed comparison cells")
+    commands.add_parser("estimate", help="CPU hours still needed, from the committed cells")
     args = parser.parse_args(argv)
     os.chdir(REPO)  # the budgets' relative paths are the repository root's
     results, work = (SMOKE_RESULTS, SMOKE_WORK) if getattr(args, "smoke", False) else (RESULTS, WORK)
@@ -136,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             write_text_atomically(output, report_text(results, results / "speed", link))
             print(f"wrote {output}" + (f" and {figure}" if drawn else ""))
         else:
-            print("\n".join(estimate()))
+            print("\n".join(estimate(results)))
     except LwapError as error:
         print(f"frontier.py: error: {error}", file=sys.stderr)
         return 2

@@ -177,7 +177,14 @@ def run_cell(
             found = evaluate_depth(model, depth, grid.dims, tasks, max_length, shared)
             write_json_atomically(found, part)
         depths[str(depth)] = read(part)
-    keep = ("steps", "dev_spearman_before", "best_dev_spearman", "best_step", "sentences_per_second")
+    keep = (
+        "steps",
+        "dev_spearman_before",
+        "best_dev_spearman",
+        "best_step",
+        "sentences_per_second",
+        "resumed_from",  # set: train_wall_seconds is the last run's part only
+    )
     cell = {
         "grid": grid.name,
         "regime": grid.regime,
