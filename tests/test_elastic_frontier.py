@@ -129,6 +129,27 @@ def test_report_reads_paired_differences_with_holm() -> None:
     assert table[2].endswith("**above** |")
 
 
+def test_results_section_reads_the_primary_question_per_grid(tmp_path: Path) -> None:
+    """docs/RESULTS.md's row per grid: the cells' count, the mean d at each k < L, the verdicts."""
+    import json
+
+    from benchmarks.elastic.frontier_report import results_section
+
+    grid = Grid("tiny", "b", "unsup", 3, (32,))
+    folder = tmp_path / "tiny" / "unsup"
+    folder.mkdir(parents=True)
+    for seed in (0, 1, 2):
+        lwap = fake_cell({1: 50.0 + seed + 3.0 + 0.1 * seed * seed, 2: 60.0 + seed * 2, 3: 70.0})
+        mean = fake_cell({1: 50.0 + seed, 2: 60.0 + seed, 3: 70.0})
+        for row, cell in (("lwap-elastic", lwap), ("mean-elastic", mean)):
+            (folder / f"{row}-seed{seed}.json").write_text(json.dumps({**cell, "row": row, "seed": seed}))
+    lines = results_section(tmp_path, "report.md", None, (grid,))
+    row = next(line for line in lines if line.startswith("| tiny, unsup |"))
+    # depth 1: +3.17 in all three seeds (above after Holm); depth 2: 0, +1, +2 (level)
+    assert row.startswith("| tiny, unsup | 6 of 27 | 3 | +3.17, +1.00 | above at 1; level at 2 |")
+    assert "[the frontier's report](report.md)" in "\n".join(lines)
+
+
 def test_estimate_reads_a_grids_own_cells_once_it_has_some(tmp_path: Path) -> None:
     """The hours left: a grid's own cells' median (a resumed cell's time left out), else the comparison
     grid's cells."""

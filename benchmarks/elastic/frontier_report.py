@@ -11,10 +11,11 @@ truncated after training.
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.elastic.frontier_grid import GRIDS, POOLERS, SMOKE_SETS, Grid, row_name
+from benchmarks.elastic.frontier_grid import GRIDS, POOLERS, SEEDS, SMOKE_SETS, Grid, row_name
 
 METRICS = {"avg_all": "Avg. (all)", "scifact_ndcg@10": "SciFact nDCG@10"}
 ALPHA = 0.05
@@ -83,31 +84,55 @@ def metrics_of(cells: Cells) -> dict[str, str]:
     return chosen or ({"stsb": "STS-B"} if "stsb" in found else {})
 
 
-def verdict_table(cells: Cells, grid: Grid, mode: str, metrics: dict[str, str] | None = None) -> list[str]:
-    metrics = metrics or METRICS
+@dataclass
+class Reading:
+    """One pre-registered comparison: `lwap` − `mean` at `depth` on `metric`, over the paired seeds."""
+
+    depth: int
+    metric: str
+    diffs: list[float]
+    p: float | None  # None under 2 seeds
+    holm_p: float | None
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.diffs)
+
+    @property
+    def verdict(self) -> str:
+        if self.holm_p is None:
+            return "too few seeds"
+        return ("above" if self.mean > 0 else "below") if self.holm_p < ALPHA else "level"
+
+
+def readings(cells: Cells, grid: Grid, mode: str, metrics: dict[str, str]) -> list[Reading]:
+    """Every depth k < L × metric with paired seeds, Holm-adjusted over that family."""
     rows = [(depth, metric) for depth in grid.depths()[:-1] for metric in metrics]
     found = [(depth, metric, *paired(cells, mode, depth, metric)) for depth, metric in rows]
-    tested = [p for *_, p in found if p is not None]
-    adjusted = iter(holm(tested))
+    adjusted = iter(holm([p for *_, p in found if p is not None]))
+    return [
+        Reading(depth, metric, diffs, p, None if p is None else next(adjusted))
+        for depth, metric, diffs, p in found
+        if diffs
+    ]
+
+
+def verdict_table(cells: Cells, grid: Grid, mode: str, metrics: dict[str, str] | None = None) -> list[str]:
+    metrics = metrics or METRICS
     lines = [
         "| depth | metric | d per seed | mean d ± sd | seeds of its sign | p (paired t) | Holm p | verdict |",
         "| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |",
     ]
-    for depth, metric, diffs, p in found:
-        if not diffs:
+    for r in readings(cells, grid, mode, metrics):
+        spread = f" ± {statistics.stdev(r.diffs):.2f}" if len(r.diffs) > 1 else ""
+        same = sum(1 for d in r.diffs if (d > 0) == (r.mean > 0) and d != 0)
+        per_seed = ", ".join(f"{d:+.2f}" for d in r.diffs)
+        start = f"| {r.depth} | {metrics[r.metric]} | {per_seed} | {r.mean:+.2f}{spread}"
+        if r.p is None or r.holm_p is None:
+            lines.append(f"{start} | {same}/{len(r.diffs)} | — | — | too few seeds |")
             continue
-        mean = statistics.fmean(diffs)
-        spread = f" ± {statistics.stdev(diffs):.2f}" if len(diffs) > 1 else ""
-        same = sum(1 for d in diffs if (d > 0) == (mean > 0) and d != 0)
-        start = (
-            f"| {depth} | {metrics[metric]} | {', '.join(f'{d:+.2f}' for d in diffs)} | {mean:+.2f}{spread}"
-        )
-        if p is None:
-            lines.append(f"{start} | {same}/{len(diffs)} | — | — | too few seeds |")
-            continue
-        holm_p = next(adjusted)
-        verdict = ("**above**" if mean > 0 else "**below**") if holm_p < ALPHA else "level"
-        lines.append(f"{start} | {same}/{len(diffs)} | {p:.3f} | {holm_p:.3f} | {verdict} |")
+        verdict = f"**{r.verdict}**" if r.verdict != "level" else "level"
+        lines.append(f"{start} | {same}/{len(r.diffs)} | {r.p:.3f} | {r.holm_p:.3f} | {verdict} |")
     return lines
 
 
@@ -259,3 +284,46 @@ def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid,
     save_figure_atomically(figure, output, dpi=120)
     plt.close(figure)
     return True
+
+
+def verdicts_by_depth(found: list[Reading]) -> str:
+    """'below at 1, 2; level at 3, 4, 5': the depths grouped by verdict, in depth order."""
+    grouped: dict[str, list[str]] = {}
+    for reading in found:
+        grouped.setdefault(reading.verdict, []).append(str(reading.depth))
+    return "; ".join(f"{verdict} at {', '.join(depths)}" for verdict, depths in grouped.items()) or "—"
+
+
+def results_section(
+    results: Path, report_link: str, figure_link: str | None, grids: tuple[Grid, ...] = GRIDS
+) -> list[str]:
+    """docs/RESULTS.md's section: the primary question, a row per grid (every table is in REPORT.md)."""
+    lines = [
+        "## Elastic embeddings: does `lwap` win at a shallower depth?",
+        "",
+        'Issue 51\'s frontier (pre-registered in COMPARE.md, "the elastic frontier"): every pooler trained '
+        "depth-elastic (`objective.depths: [1..L]`) and as usual, then read at each depth k. The primary "
+        "reading: `lwap-elastic` − `mean-elastic` at each k < L, paired by seed, Holm's correction over "
+        "the grid's depths × both metrics. Every row, dimension and speed: "
+        f"[the frontier's report]({report_link}) (`python benchmarks/elastic/frontier.py report`).",
+        "",
+    ]
+    if figure_link:
+        lines += [f"![quality against encode time, every grid]({figure_link})", ""]
+    lines += [
+        "| grid | cells | seeds paired | Avg. (all): mean d at k = 1.. | verdicts | SciFact nDCG@10: mean d "
+        "| verdicts |",
+        "| --- | ---: | ---: | --- | --- | --- | --- |",
+    ]
+    for grid in grids:
+        cells = load(results, grid)
+        count = sum(len(seeds) for seeds in cells.values())
+        found = readings(cells, grid, "elastic", METRICS) if cells else []
+        paired_seeds = max((len(r.diffs) for r in found), default=0)
+        row = [f"{grid.name}, {grid.regime}", f"{count} of {len(grid.rows) * len(SEEDS)}", str(paired_seeds)]
+        for metric in METRICS:
+            of_metric = [r for r in found if r.metric == metric]
+            row += [", ".join(f"{r.mean:+.2f}" for r in of_metric) or "—", verdicts_by_depth(of_metric)]
+        lines.append(f"| {' | '.join(row)} |")
+    lines.append("")
+    return lines

@@ -2,8 +2,8 @@
 benchmarks/results/compare/ with what belongs to these experiments added through its hooks: the prose
 and backbone notes (report_prose), the overview across the backbones (report_overview) with issue 50's
 reading of the levels' scales (report_scales), issue 37's decomposition (report_decomposition), issue
-36's gates (report_gates), the geometry of the grids retrained for it (report_geometry) and what a re-run
-reproduces (report_reruns).
+36's gates (report_gates), the geometry of the grids retrained for it (report_geometry), issue 51's
+elastic frontier (benchmarks/elastic/frontier_report) and what a re-run reproduces (report_reruns).
 
 `python benchmarks/grid/compare_poolers.py report` writes it; a test checks it reproduces docs/RESULTS.md.
 """
@@ -83,4 +83,15 @@ class RepositoryReport(Report):
         return report_geometry.retrained_notes(found, self.wording)
 
     def after_geometry(self) -> list[str]:
-        return rerun_section(self.grid, self.found)
+        return [*self.elastic_section(), *rerun_section(self.grid, self.found)]
+
+    def elastic_section(self) -> list[str]:
+        """Issue 51's frontier, its primary reading per grid (benchmarks/elastic/frontier_report.py); the
+        links are docs/RESULTS.md's (the figure only once `frontier.py report` has drawn it)."""
+        from benchmarks.elastic.frontier_report import results_section
+
+        docs = self.results.parents[2] / "docs"  # benchmarks/results/compare -> the repository root
+        figure = "elastic_frontier.png" if (docs / "elastic_frontier.png").is_file() else None
+        return results_section(
+            self.results.parent / "elastic", "../benchmarks/results/elastic/REPORT.md", figure
+        )
