@@ -51,7 +51,7 @@ def test_stop_flag_all_reduced_in_a_gloo_group(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    args = SimpleNamespace(device=torch.device("cpu"))
+    args = SimpleNamespace(device=torch.device("cpu"), save_total_limit=1)
     state = TrainerState()
     state.global_step, state.max_steps = 3, 10
     torch.distributed.init_process_group("gloo", rank=0, world_size=1)
@@ -66,6 +66,7 @@ def test_stop_flag_all_reduced_in_a_gloo_group(tmp_path: Path) -> None:
         control.should_log = True
         checks.on_step_end(args, state, control)
         assert control.should_training_stop and control.should_save and stop.stopped_at_step == 3
+        assert args.save_total_limit == 2  # the stop's checkpoint is kept beside the best (callbacks.py)
     finally:
         torch.distributed.destroy_process_group()
     stop, control = StopOnSignal(), TrainerControl()

@@ -326,14 +326,8 @@ def test_sigint_saves_a_checkpoint_and_resume_finishes(tmp_path: Path, tiny_bert
 
 def test_a_stop_keeps_its_checkpoint_beside_an_older_best(tmp_path: Path, tiny_bert: Path) -> None:
     """save_total_limit 1 with keep_best: a stop at step 3 (the best: step 2, the last evaluation) must
-    leave checkpoint-3 to resume from; transformers' end-of-training cleanup kept only the best."""
-    from transformers import TrainerCallback
-
-    class SignalAtStep3(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kwargs):
-            if state.global_step == 2:  # StopOnSignal's handler is installed: SIGINT asks for a stop
-                os.kill(os.getpid(), signal.SIGINT)
-
+    leave checkpoint-3 to resume from; transformers' end-of-training cleanup kept only the best. The
+    signal goes to a child process (SIGNAL_DRIVER), never to pytest's own."""
     path = tiny_config(
         tmp_path,
         tiny_bert,
@@ -341,12 +335,31 @@ def test_a_stop_keeps_its_checkpoint_beside_an_older_best(tmp_path: Path, tiny_b
         output={"save_steps": 2, "save_total_limit": 1},
         eval={"stsb_dev": True, "keep_best": True, "before_training": False, "eval_steps": 2},
     )
-    with pytest.raises(KeyboardInterrupt):
-        train(load_config(path), config_path=str(path), callbacks=[SignalAtStep3()])
+    driver = tmp_path / "signal_driver.py"
+    driver.write_text(SIGNAL_DRIVER)
+    stopped = run_python(str(driver), str(path), "3")
+    assert stopped.returncode == 130 and "saving a checkpoint" in stopped.stdout, stopped.stderr[-2000:]
     out = tmp_path / "run"
     assert latest_complete_checkpoint(out).name == "checkpoint-3" and not is_finished(out)
     summary = train(load_config(path), resume=True)  # resumes from the stop, not from the best
     assert summary["resumed_from"].endswith("checkpoint-3") and summary["steps_this_run"] == 3
+
+
+SIGNAL_DRIVER = """
+import os, signal, sys
+from transformers import TrainerCallback
+from lwap.train import load_config, train
+
+class SignalAt(TrainerCallback):
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == int(sys.argv[2]) - 1:  # StopOnSignal's handler is installed by now
+            os.kill(os.getpid(), signal.SIGINT)
+
+try:
+    train(load_config(sys.argv[1]), callbacks=[SignalAt()])
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
 
 
 @pytest.mark.slow
