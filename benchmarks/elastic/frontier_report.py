@@ -144,6 +144,23 @@ def speed_of(speed: dict[str, Any] | None, pooler: str, depth: int) -> float | N
     return entry["sentences_per_second"] if entry else None
 
 
+def speed_spread(speed: dict[str, Any] | None, grid: Grid) -> str:
+    """How far the poolers' speeds at one depth lie apart, at most: the machine's noise and the heads'
+    cost, which the figure's horizontal positions carry too."""
+    spreads = []
+    for depth in grid.depths():
+        rates = [r for r in (speed_of(speed, pooler, depth) for pooler in POOLERS) if r]
+        if len(rates) > 1:
+            spreads.append((max(rates) / min(rates) - 1, depth))
+    if not spreads:
+        return ""
+    worst, depth = max(spreads)
+    return (
+        f" (the poolers at one depth lie up to {100 * worst:.0f} % apart, at depth {depth}: the machine's "
+        "noise and the heads' own cost)"
+    )
+
+
 def quality_table(cells: Cells, grid: Grid, metric: str, speed: dict[str, Any] | None) -> list[str]:
     present = [row_name(p, m) for p, m in grid.rows if row_name(p, m) in cells]
     lines = [
@@ -195,7 +212,8 @@ def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> lis
         f"Budget: {budget}; the `-elastic` rows add `objective.depths=[1..{grid.layers}]`"
         f"{', the `lwap` rows ' + lwap_sets if lwap_sets else ''}. Evaluated at depths 1..{grid.layers} "
         f"(`lwap.truncate`): {', '.join(first['eval']['tasks'])}, {first['eval']['precision']}, max length "
-        f"{first['eval']['max_seq_length']}. Encode speed: `frontier.py speed`, sentences per second.",
+        f"{first['eval']['max_seq_length']}. Encode speed: `frontier.py speed`, sentences per second"
+        f"{speed_spread(speed, grid)}.",
         "",
     ]
     for metric, label in metrics.items():

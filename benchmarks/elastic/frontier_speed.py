@@ -1,12 +1,14 @@
 """Encode speed at each depth: the frontier's other axis.
 
 Speed depends on the architecture, not on the weights or the training mode, so it is measured once per
-backbone and pooler on a freshly built model cut to each depth (lwap.truncate: its backbone really has k
-layers), encoding a fixed set of sentences as the evaluation does (bf16, max length 256, batch 128),
-the best of `repeats` timed runs after a warm-up, the depths in rounds. Time is the machine's: measure
-with nothing else running (the file records the protocol and the torch threads). Dimensions do not
-change encoding time (only search cost), so they are not timed. One JSON file per backbone, written
-whole; a pooler already in it is kept.
+backbone on freshly built models, every pooler cut to each depth (lwap.truncate: its backbone really has
+k layers), encoding a fixed set of sentences as the evaluation does (bf16, max length 256, batch 128), the
+best of `repeats` timed runs after a warm-up. Every (pooler, depth) is timed once a round, in rounds, so
+that a change of the machine's load falls on every pooler and depth alike: the poolers' heads cost little
+beside the backbone, and timing them one after another put the machine's drift between them (up to 15 %
+at one depth, the first measurement). Time is the machine's: measure with nothing else running (the file
+records the protocol and the torch threads). Dimensions do not change encoding time (only search cost),
+so they are not timed. One JSON file per backbone, written whole.
 """
 
 from __future__ import annotations
@@ -36,9 +38,8 @@ def speed_sentences(count: int) -> list[str]:
     return list(sentences)[:count]
 
 
-def time_depths(models: dict[int, Any], sentences: list[str], repeats: int) -> dict[int, list[float]]:
-    """Seconds to encode `sentences` with each model, in rounds (every depth once per round), so that a
-    change of the machine's load during the measurement falls on every depth alike."""
+def time_rounds(models: dict[Any, Any], sentences: list[str], repeats: int) -> dict[Any, list[float]]:
+    """Seconds to encode `sentences` with each model, in rounds (every model once per round)."""
     from lwap.encoding import encode
 
     def once(model: Any, texts: list[str]) -> float:
@@ -48,17 +49,15 @@ def time_depths(models: dict[int, Any], sentences: list[str], repeats: int) -> d
 
     for model in models.values():  # warm-up
         once(model, sentences[: EVAL_BATCH_SIZE * 2])
-    seconds: dict[int, list[float]] = {depth: [] for depth in models}
+    seconds: dict[Any, list[float]] = {key: [] for key in models}
     for _ in range(repeats):
-        for depth, model in models.items():
-            seconds[depth].append(once(model, sentences))
+        for key, model in models.items():
+            seconds[key].append(once(model, sentences))
     return seconds
 
 
-def measure_pooler(
-    grid: Grid, pooler: str, sentences: list[str], repeats: int, max_length: int
-) -> dict[str, Any]:
-    """{depth: {seconds, sentences_per_second}} for `pooler` on `grid`'s backbone, depths 1..L."""
+def pooler_models(grid: Grid, pooler: str, max_length: int) -> dict[int, Any]:
+    """`pooler` on `grid`'s backbone with the row's model settings, cut to each depth 1..L."""
     import yaml
 
     from lwap import build_model
@@ -75,41 +74,44 @@ def measure_pooler(
     models = {depth: truncate_model(model, depth).eval() for depth in grid.depths()}
     for small in models.values():
         set_max_seq_length(small, max_length, lambda _: None)
-    by_depth: dict[str, Any] = {}
-    for depth, seconds in time_depths(models, sentences, repeats).items():
-        by_depth[str(depth)] = {
-            "seconds": [round(s, 3) for s in seconds],
-            "median_seconds": round(statistics.median(seconds), 3),
-            "sentences_per_second": round(len(sentences) / min(seconds), 1),
-        }
-    return by_depth
+    return models
 
 
 def measure(
     grid: Grid, output: Path, count: int = 2000, repeats: int = 3, max_length: int = EVAL_MAX_SEQ_LENGTH
 ) -> Path:
-    """Time every pooler of `grid`'s backbone at every depth into `output` (kept poolers skipped)."""
+    """Time every pooler of `grid`'s backbone at every depth into `output` (nothing if all are there)."""
     import torch
 
     from lwap.compare import settings
     from lwap.files import read_json_object, write_json_atomically
 
-    data = read_json_object(output) if output.is_file() else {}
+    if output.is_file() and set(read_json_object(output).get("poolers", {})) >= set(POOLERS):
+        return output
     sentences = speed_sentences(count)
-    data.setdefault("backbone", grid.backbone)
-    data["sentences"] = len(sentences)
-    data["protocol"] = (
-        f"best of {repeats} rounds of timed encodes (every depth once a round) of the first "
-        f"{len(sentences)} distinct STS-B test sentences after a warm-up; {EVAL_PRECISION}, max length "
-        f"{max_length}, batch {EVAL_BATCH_SIZE}; torch threads {torch.get_num_threads()}"
-    )
-    data["settings"] = settings.current(None, EVAL_PRECISION)
-    poolers = data.setdefault("poolers", {})
+    models = {}
     for pooler in POOLERS:
-        if pooler in poolers:
-            continue
         print(f"[speed] {grid.name} {pooler}", flush=True)
-        poolers[pooler] = measure_pooler(grid, pooler, sentences, repeats, max_length)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomically(data, output)
+        models |= {(pooler, depth): m for depth, m in pooler_models(grid, pooler, max_length).items()}
+    seconds = time_rounds(models, sentences, repeats)
+    poolers: dict[str, Any] = {}
+    for (pooler, depth), found in seconds.items():
+        poolers.setdefault(pooler, {})[str(depth)] = {
+            "seconds": [round(s, 3) for s in found],
+            "median_seconds": round(statistics.median(found), 3),
+            "sentences_per_second": round(len(sentences) / min(found), 1),
+        }
+    data = {
+        "backbone": grid.backbone,
+        "sentences": len(sentences),
+        "protocol": (
+            f"best of {repeats} rounds of timed encodes (every pooler at every depth once a round) of the "
+            f"first {len(sentences)} distinct STS-B test sentences after a warm-up; {EVAL_PRECISION}, max "
+            f"length {max_length}, batch {EVAL_BATCH_SIZE}; torch threads {torch.get_num_threads()}"
+        ),
+        "settings": settings.current(None, EVAL_PRECISION),
+        "poolers": poolers,
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomically(data, output)
     return output
