@@ -24,6 +24,7 @@ import os
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -46,47 +47,67 @@ FIGURE = Path("docs/elastic_frontier.png")
 SMOKE_GRIDS = ["all-MiniLM-L6-v2/unsup", "bert-prenorm-4l256-sentences/sup"]
 
 
+def comparison_seconds(grid: Any) -> tuple[float, int]:
+    """A cell's seconds as the comparison grid's committed cells of `grid`'s budget took them (median
+    training + median full-depth evaluation; frontier_cells.SharedForward reads every depth and
+    dimension from one full-depth forward per batch), and how many cells that reads."""
+    from lwap.compare.cells import read
+
+    folder = (
+        REPO / "benchmarks/results/compare" / grid.regime
+        if grid.name == "all-MiniLM-L6-v2"
+        else REPO / "benchmarks/results/compare/backbones" / grid.name / grid.regime
+    )
+    cells = [read(p) for p in sorted(folder.glob("*.json"))]
+    seconds = statistics.median(c["train_wall_seconds"] for c in cells) + statistics.median(
+        c["eval_wall_seconds"] for c in cells
+    )
+    return seconds, len(cells)
+
+
 def estimate(results: Path = RESULTS) -> list[str]:
     """Hours of CPU the frontier still needs, per grid. Where a grid has cells of its own, their median
     time (training + evaluation; cells that trained in one run: a resumed run's time is its last part) is
-    the measure: the first cell took 2.4 times what the comparison grid's cells of its budget suggest
-    (the depth loss itself costs 1-11 % a step, step_cost.py). Before a grid has one, the comparison
-    grid's committed cells of the same budgets: training as measured there and one full-depth evaluation
-    (frontier_cells.SharedForward reads every depth and dimension from one full-depth forward per batch;
-    each depth's own scoring and LWAP's attention profiles are not counted)."""
-    from lwap.compare.cells import read
+    the measure. Before a grid has one, the comparison grid's cells of its budget, times the ratio the
+    measured grids show (the first grid's cells took 2.2 times those: the machine, not the depth loss,
+    which costs 1-11 % a step, step_cost.py)."""
     from lwap.files import read_json_object
 
+    measured: dict[str, tuple[int, int, float]] = {}  # grid -> (done, timed, median seconds)
+    ratios = []
+    for grid in GRIDS:
+        done = [read_json_object(p) for p in sorted((results / grid.name / grid.regime).glob("*.json"))]
+        timed = [c["train_wall_seconds"] + c["eval_wall_seconds"] for c in done if not _resumed(c)]
+        median = statistics.median(timed) if timed else 0.0
+        measured[f"{grid.name}/{grid.regime}"] = (len(done), len(timed), median)
+        if timed:
+            ratios.append(median / comparison_seconds(grid)[0])
+    ratio = statistics.median(ratios) if ratios else 1.0
     lines = [
-        "| grid | cells done | per cell s (median) | measured on | cells left | hours left |",
+        "| grid | cells done | per cell s | measured on | cells left | hours left |",
         "| --- | ---: | ---: | --- | ---: | ---: |",
     ]
     total = 0.0
     for grid in GRIDS:
-        done = [read_json_object(p) for p in sorted((results / grid.name / grid.regime).glob("*.json"))]
-        timed = [c for c in done if not (c.get("train") or {}).get("resumed_from")]
+        name = f"{grid.name}/{grid.regime}"
+        done, timed, per_cell = measured[name]
         if timed:
-            per_cell = statistics.median(c["train_wall_seconds"] + c["eval_wall_seconds"] for c in timed)
-            source = f"{len(timed)} frontier cell{'s' if len(timed) != 1 else ''}"
+            source = f"{timed} frontier cell{'s' if timed != 1 else ''} (median)"
         else:
-            folder = (
-                REPO / "benchmarks/results/compare" / grid.regime
-                if grid.name == "all-MiniLM-L6-v2"
-                else REPO / "benchmarks/results/compare/backbones" / grid.name / grid.regime
-            )
-            cells = [read(p) for p in sorted(folder.glob("*.json"))]
-            per_cell = statistics.median(c["train_wall_seconds"] for c in cells) + statistics.median(
-                c["eval_wall_seconds"] for c in cells
-            )
-            source = f"{len(cells)} comparison cells"
-        left = len(grid.rows) * len(SEEDS) - len(done)
+            seconds, count = comparison_seconds(grid)
+            per_cell = seconds * ratio
+            source = f"{count} comparison cells (median) × {ratio:.2f}"
+        left = len(grid.rows) * len(SEEDS) - done
         total += per_cell * left / 3600
         lines.append(
-            f"| {grid.name}/{grid.regime} | {len(done)} | {per_cell:.0f} | {source} | {left} | "
-            f"{per_cell * left / 3600:.1f} |"
+            f"| {name} | {done} | {per_cell:.0f} | {source} | {left} | {per_cell * left / 3600:.1f} |"
         )
     lines.append(f"| all | | | | | {total:.1f} |")
     return lines
+
+
+def _resumed(cell: dict[str, Any]) -> bool:
+    return bool((cell.get("train") or {}).get("resumed_from"))
 
 
 def main(argv: list[str] | None = None) -> int:
