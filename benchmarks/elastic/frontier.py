@@ -20,6 +20,7 @@ several processes can share a grid (each cell is locked). Pre-registered in docs
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -47,6 +48,7 @@ FIGURE = Path("docs/elastic_frontier.png")
 SMOKE_GRIDS = ["all-MiniLM-L6-v2/unsup", "bert-prenorm-4l256-sentences/sup"]
 
 
+@functools.cache  # each grid's committed cells are read once per process
 def comparison_seconds(grid: Any) -> tuple[float, int]:
     """A cell's seconds as the comparison grid's committed cells of `grid`'s budget took them (median
     training + median full-depth evaluation; frontier_cells.SharedForward reads every depth and
