@@ -54,12 +54,10 @@ def comparison_seconds(grid: Any) -> tuple[float, int]:
     training + median full-depth evaluation; frontier_cells.SharedForward reads every depth and
     dimension from one full-depth forward per batch), and how many cells that reads."""
     from lwap.compare.cells import read
+    from lwap.compare.grid import Grid as ComparisonGrid
 
-    folder = (
-        REPO / "benchmarks/results/compare" / grid.regime
-        if grid.name == "all-MiniLM-L6-v2"
-        else REPO / "benchmarks/results/compare/backbones" / grid.name / grid.regime
-    )
+    compare = REPO / "benchmarks/results/compare"
+    folder = ComparisonGrid(compare, compare / "work").cells_dir(grid.backbone) / grid.regime
     cells = [read(p) for p in sorted(folder.glob("*.json"))]
     seconds = statistics.median(c["train_wall_seconds"] for c in cells) + statistics.median(
         c["eval_wall_seconds"] for c in cells
@@ -75,26 +73,26 @@ def estimate(results: Path = RESULTS) -> list[str]:
     which costs 1-11 % a step, step_cost.py)."""
     from lwap.files import read_json_object
 
-    measured: dict[str, tuple[int, int, float]] = {}  # grid -> (done, timed, median seconds)
-    ratios = []
+    found = []  # (grid, cells done, seconds of the cells that trained in one run)
     for grid in GRIDS:
         done = [read_json_object(p) for p in sorted((results / grid.name / grid.regime).glob("*.json"))]
-        timed = [c["train_wall_seconds"] + c["eval_wall_seconds"] for c in done if not _resumed(c)]
-        median = statistics.median(timed) if timed else 0.0
-        measured[f"{grid.name}/{grid.regime}"] = (len(done), len(timed), median)
-        if timed:
-            ratios.append(median / comparison_seconds(grid)[0])
+        timed = [
+            c["train_wall_seconds"] + c["eval_wall_seconds"]
+            for c in done
+            if not (c.get("train") or {}).get("resumed_from")
+        ]
+        found.append((grid, len(done), timed))
+    ratios = [statistics.median(t) / comparison_seconds(g)[0] for g, _, t in found if t]
     ratio = statistics.median(ratios) if ratios else 1.0
     lines = [
         "| grid | cells done | per cell s | measured on | cells left | hours left |",
         "| --- | ---: | ---: | --- | ---: | ---: |",
     ]
     total = 0.0
-    for grid in GRIDS:
-        name = f"{grid.name}/{grid.regime}"
-        done, timed, per_cell = measured[name]
+    for grid, done, timed in found:
         if timed:
-            source = f"{timed} frontier cell{'s' if timed != 1 else ''} (median)"
+            per_cell = statistics.median(timed)
+            source = f"{len(timed)} frontier cell{'s' if len(timed) != 1 else ''} (median)"
         else:
             seconds, count = comparison_seconds(grid)
             per_cell = seconds * ratio
@@ -102,14 +100,11 @@ def estimate(results: Path = RESULTS) -> list[str]:
         left = len(grid.rows) * len(SEEDS) - done
         total += per_cell * left / 3600
         lines.append(
-            f"| {name} | {done} | {per_cell:.0f} | {source} | {left} | {per_cell * left / 3600:.1f} |"
+            f"| {grid.name}/{grid.regime} | {done} | {per_cell:.0f} | {source} | {left} | "
+            f"{per_cell * left / 3600:.1f} |"
         )
     lines.append(f"| all | | | | | {total:.1f} |")
     return lines
-
-
-def _resumed(cell: dict[str, Any]) -> bool:
-    return bool((cell.get("train") or {}).get("resumed_from"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,8 @@ builds the trainer `lwap train` runs (lwap.train.build_trainer, no checkpoints),
 times forward + backward of the trainer's loss under the trainer's autocast, `steps` times after one
 warm-up. Prints a Markdown table of the median seconds a step and their ratio. Time is the machine's:
 measure with nothing else running. docs/COMPARE.md ("the elastic frontier", cost) quotes it.
+benchmarks/speed/speedbench times whole `trainer.train()` steps of variants fixed to configs/quickstart.yaml
+(optimizer, data loading and callbacks included); this asks only what the loss adds, on a grid's budget.
 """
 
 from __future__ import annotations
