@@ -147,7 +147,38 @@ def test_results_section_reads_the_primary_question_per_grid(tmp_path: Path) -> 
     row = next(line for line in lines if line.startswith("| tiny, unsup |"))
     # depth 1: +3.17 in all three seeds (above after Holm); depth 2: 0, +1, +2 (level)
     assert row.startswith("| tiny, unsup | 6 of 27 | 3 | +3.17, +1.00 | above at 1; level at 2 |")
+    # k ≤ L/2 = 1.5: depth 1 is above on both metrics, so the pre-registered answer is yes at 1
+    assert row.endswith("| yes, at k = 1 |")
     assert "[the frontier's report](report.md)" in "\n".join(lines)
+    (folder / "mean-elastic-seed2.json").unlink()
+    row = next(line for line in results_section(tmp_path, "r.md", None, (grid,)) if "| tiny, unsup |" in line)
+    assert row.endswith("| pending (2 of 3 seeds) |")
+
+
+def test_shallow_answer_needs_avg_above_and_scifact_not_below() -> None:
+    """COMPARE.md's answer: above on Avg. (all) at some k ≤ L/2 and not below on SciFact at that k."""
+    from benchmarks.elastic.frontier_report import Reading, shallow_answer
+
+    grid = Grid("tiny", "b", "unsup", 4, (32,))  # k < L: 1, 2, 3; k ≤ L/2: 1, 2
+    level = {
+        (d, m): Reading(d, m, [1.0] * 3, 0.5, 0.5) for d in (1, 2, 3) for m in ("avg_all", "scifact_ndcg@10")
+    }
+
+    def found(**significant: float) -> list[Reading]:
+        """`level` with the named readings (e.g. avg_all_2=+1) significant in the given direction."""
+        changed = dict(level)
+        for name, sign in significant.items():
+            metric, depth = name.rsplit("_", 1)
+            key = (int(depth), "scifact_ndcg@10" if metric == "scifact" else metric)
+            changed[key] = Reading(*key, [sign] * 3, 0.001, 0.001)
+        return list(changed.values())
+
+    assert shallow_answer(found(), grid) == "no (k ≤ 2)"
+    assert shallow_answer(found(avg_all_3=1), grid) == "no (k ≤ 2)"  # depth 3 > L/2 does not count
+    assert shallow_answer(found(avg_all_2=1, scifact_2=-1), grid) == "no (k ≤ 2)"
+    assert shallow_answer(found(avg_all_2=1), grid) == "yes, at k = 2"
+    assert shallow_answer(found(avg_all_1=1, avg_all_2=1, scifact_1=1), grid) == "yes, at k = 1, 2"
+    assert shallow_answer(found()[1:], grid) == "pending (not read: Avg. (all) at 1)"
 
 
 def test_estimate_reads_a_grids_own_cells_once_it_has_some(tmp_path: Path) -> None:

@@ -225,6 +225,13 @@ def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> lis
     ):
         lines += [f"**`lwap` − `mean` at the same depth, {what}**, paired by seed:", ""]
         lines += [*verdict_table(cells, grid, mode, metrics), ""]
+        if mode == "elastic" and set(metrics) == set(METRICS):
+            answer = shallow_answer(readings(cells, grid, mode, metrics), grid)
+            lines += [
+                f"**The answer** (pre-registered: above on Avg. (all) at some k ≤ L/2, not below on "
+                f"SciFact there): LWAP beats mean pooling at shallow depth — {answer}.",
+                "",
+            ]
     first_metric, label = next(iter(metrics.items()))
     lines += [
         f"**{label} at each dimension**, depth-elastic rows:",
@@ -312,6 +319,31 @@ def verdicts_by_depth(found: list[Reading]) -> str:
     return "; ".join(f"{verdict} at {', '.join(depths)}" for verdict, depths in grouped.items()) or "—"
 
 
+def shallow_answer(found: list[Reading], grid: Grid) -> str:
+    """The pre-registered answer for a grid: "LWAP beats mean pooling at shallow depth" where `lwap` is
+    above on Avg. (all) at some k ≤ L/2 and not below on SciFact nDCG@10 there; given only once every
+    reading pairs all the seeds (COMPARE.md: the verdicts are judged at three)."""
+    questions = [(depth, metric) for depth in grid.depths()[:-1] for metric in METRICS]
+    by_question = {(r.depth, r.metric): r for r in found}
+    paired_seeds = min((len(r.diffs) for r in found), default=0)
+    if paired_seeds < len(SEEDS):
+        return f"pending ({paired_seeds} of {len(SEEDS)} seeds)"
+    missing = [
+        f"{METRICS[metric]} at {depth}" for depth, metric in questions if (depth, metric) not in by_question
+    ]
+    if missing:
+        return f"pending (not read: {', '.join(missing)})"
+    avg, scifact = METRICS
+    wins = [
+        str(depth)
+        for depth in grid.depths()[:-1]
+        if 2 * depth <= grid.layers
+        and by_question[(depth, avg)].verdict == "above"
+        and by_question[(depth, scifact)].verdict != "below"
+    ]
+    return f"yes, at k = {', '.join(wins)}" if wins else f"no (k ≤ {grid.layers // 2})"
+
+
 def results_section(
     results: Path, report_link: str, figure_link: str | None, grids: tuple[Grid, ...] = GRIDS
 ) -> list[str]:
@@ -330,8 +362,8 @@ def results_section(
         lines += [f"![quality against encode time, every grid]({figure_link})", ""]
     lines += [
         "| grid | cells | seeds paired | Avg. (all): mean d at k = 1.. | verdicts | SciFact nDCG@10: mean d "
-        "| verdicts |",
-        "| --- | ---: | ---: | --- | --- | --- | --- |",
+        "| verdicts | LWAP beats mean at k ≤ L/2? |",
+        "| --- | ---: | ---: | --- | --- | --- | --- | --- |",
     ]
     for grid in grids:
         cells = load(results, grid)
@@ -342,6 +374,7 @@ def results_section(
         for metric in METRICS:
             of_metric = [r for r in found if r.metric == metric]
             row += [", ".join(f"{r.mean:+.2f}" for r in of_metric) or "—", verdicts_by_depth(of_metric)]
+        row.append(shallow_answer(found, grid))
         lines.append(f"| {' | '.join(row)} |")
     lines.append("")
     return lines
