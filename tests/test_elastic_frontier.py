@@ -121,9 +121,9 @@ def test_report_reads_paired_differences_with_holm() -> None:
         "lwap-elastic": {s: fake_cell({1: 50.0 + s + 3.0 + 0.1 * s * s, 2: 60.0 + s}) for s in (0, 1, 2)},
         "mean-elastic": {s: fake_cell({1: 50.0 + s, 2: 60.0 + s + 0.5}) for s in (0, 1, 2)},
     }
-    diffs, p = paired(cells, "elastic", 1, "avg_all")
+    diffs, p = paired(cells, ("lwap-elastic", "mean-elastic"), 1, "avg_all")
     assert diffs == pytest.approx([3.0, 3.1, 3.4]) and 0 < p < 0.01
-    table = verdict_table(cells, grid, "elastic")
+    table = verdict_table(cells, grid, ("lwap-elastic", "mean-elastic"))
     assert len(table) == 4  # header, rule, depth 1 × two metrics (depth 2 = L is no question)
     assert table[2].startswith("| 1 | Avg. (all) | +3.00, +3.10, +3.40 | +3.17 ± 0.21 | 3/3 |")
     assert table[2].endswith("**above** |")
@@ -153,6 +153,31 @@ def test_results_section_reads_the_primary_question_per_grid(tmp_path: Path) -> 
     (folder / "mean-elastic-seed2.json").unlink()
     row = next(line for line in results_section(tmp_path, "r.md", None, (grid,)) if "| tiny, unsup |" in line)
     assert row.endswith("| pending (2 of 3 seeds) |")
+
+
+def test_secondary_readings_and_the_frontier_points() -> None:
+    """COMPARE.md's secondary readings 2-4 at every depth 1..L, each pair its own Holm family, and
+    reading 5's frontier: a row at a depth is on it unless another is both faster and better."""
+    from benchmarks.elastic.frontier_report import frontier_points, secondary_table
+
+    grid = Grid("tiny", "b", "unsup", 2, (32,), rows=(("lwap", "elastic"), ("lwap", "ordinary")))
+    cells = {
+        "lwap-elastic": {s: fake_cell({1: 55.0 + s + 0.1 * s * s, 2: 60.0 + s}) for s in (0, 1, 2)},
+        "lwap-ordinary": {s: fake_cell({1: 50.0 + s, 2: 60.0 + s}) for s in (0, 1, 2)},
+    }
+    table = secondary_table(cells, grid, {"avg_all": "Avg. (all)"})
+    row = next(line for line in table if line.startswith("| `lwap-elastic` − `lwap-ordinary` |"))
+    # depth 1: +5.00, +5.10, +5.40 (above); depth 2 = L is read too: 0 in every seed (level)
+    assert row.startswith("| `lwap-elastic` − `lwap-ordinary` | Avg. (all) | +5.17, +0.00 |")
+    assert row.endswith("| above at 1; level at 2 |")
+    speed = {
+        "poolers": {"lwap": {"1": {"sentences_per_second": 200.0}, "2": {"sentences_per_second": 100.0}}}
+    }
+    # means: elastic 56.2 at depth 1, 61 at 2; ordinary 51 at 1, 61 at 2. Depth 1 is the fastest, so
+    # nothing beats it on speed; depth 2 is the best, so nothing beats it on quality: all on the frontier
+    assert frontier_points(cells, grid, speed, "avg_all") == {"lwap-elastic": [1, 2], "lwap-ordinary": [1, 2]}
+    speed["poolers"]["lwap"]["1"]["sentences_per_second"] = 50.0  # depth 1 now slower: 2 beats it
+    assert frontier_points(cells, grid, speed, "avg_all") == {"lwap-elastic": [2], "lwap-ordinary": [2]}
 
 
 def test_shallow_answer_needs_avg_above_and_scifact_not_below() -> None:

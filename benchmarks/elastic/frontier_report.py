@@ -4,8 +4,9 @@ Read as pre-registered (docs/COMPARE.md, "the elastic frontier"): at each depth 
 paired difference d_s = lwap_s − mean_s (same seed, same data order) on Avg. (all) and SciFact nDCG@10,
 mean ± sd, the seeds with d of the mean's sign, the two-sided paired t-test (scipy's `ttest_rel`) and
 Holm's step-down over the grid's family (every depth k < L × both metrics); above / below where the
-Holm-adjusted p < 0.05, level otherwise. Primary: the depth-elastic rows; secondary: the ordinary rows
-truncated after training.
+Holm-adjusted p < 0.05, level otherwise. Primary: the depth-elastic rows; secondary 1: the ordinary rows
+truncated after training; secondary 2-4 (`SECONDARY`): other pairs of rows at every depth 1..L, each pair
+its own Holm family; secondary 5: the rows on the quality-speed frontier.
 """
 
 from __future__ import annotations
@@ -20,6 +21,17 @@ from benchmarks.elastic.frontier_grid import GRIDS, POOLERS, SEEDS, SMOKE_SETS, 
 METRICS = {"avg_all": "Avg. (all)", "scifact_ndcg@10": "SciFact nDCG@10"}
 ALPHA = 0.05
 Cells = dict[str, dict[int, dict[str, Any]]]  # row -> seed -> cell
+PRIMARY = (row_name("lwap", "elastic"), row_name("mean", "elastic"))
+ORDINARY = (row_name("lwap", "ordinary"), row_name("mean", "ordinary"))
+# COMPARE.md's secondary readings 2-4, as (a, b) read a − b: learned attention against fixed averages of
+# the same levels; what depth-elastic training buys and costs, per pooler; lwap's depth loss against the
+# library's AdaptiveLayerLoss, for mean pooling
+SECONDARY: tuple[tuple[str, str], ...] = (
+    (row_name("lwap", "elastic"), row_name("all_levels_avg", "elastic")),
+    (row_name("lwap", "elastic"), row_name("first_last_avg", "elastic")),
+    *((row_name(pooler, "elastic"), row_name(pooler, "ordinary")) for pooler in POOLERS),
+    (row_name("mean", "elastic"), row_name("mean", "adaptive")),
+)
 
 
 def load(results: Path, grid: Grid) -> Cells:
@@ -36,6 +48,14 @@ def value(cell: dict[str, Any], depth: int, metric: str, dim: int | None = None)
     dims = cell["depths"][str(depth)]["scores"]
     scores = dims[str(dim if dim is not None else cell["dims"][0])]
     return scores.get(metric)
+
+
+def values_at(
+    seeds: dict[int, dict[str, Any]], depth: int, metric: str, dim: int | None = None
+) -> list[float]:
+    """One row's `metric` at `depth` (and `dim`), a value per seed that has it."""
+    found = [value(cell, depth, metric, dim) for cell in seeds.values()]
+    return [v for v in found if v is not None]
 
 
 def shown(values: list[float]) -> str:
@@ -57,14 +77,15 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-def paired(cells: Cells, mode: str, depth: int, metric: str) -> tuple[list[float], float | None]:
-    """d_s = lwap − mean per shared seed at `depth`, and the paired t-test's p (None under 2 seeds)."""
+def paired(cells: Cells, rows: tuple[str, str], depth: int, metric: str) -> tuple[list[float], float | None]:
+    """d_s = a − b for rows (a, b) per shared seed at `depth`, and the paired t-test's p (None under 2
+    seeds)."""
     from scipy.stats import ttest_rel
 
-    lwap, mean = cells.get(row_name("lwap", mode), {}), cells.get(row_name("mean", mode), {})
-    seeds = sorted(set(lwap) & set(mean))
-    a = [value(lwap[s], depth, metric) for s in seeds]
-    b = [value(mean[s], depth, metric) for s in seeds]
+    first, second = cells.get(rows[0], {}), cells.get(rows[1], {})
+    seeds = sorted(set(first) & set(second))
+    a = [value(first[s], depth, metric) for s in seeds]
+    b = [value(second[s], depth, metric) for s in seeds]
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
     diffs = [x - y for x, y in pairs]
     if len(pairs) < 2:
@@ -86,7 +107,8 @@ def metrics_of(cells: Cells) -> dict[str, str]:
 
 @dataclass
 class Reading:
-    """One pre-registered comparison: `lwap` − `mean` at `depth` on `metric`, over the paired seeds."""
+    """One pre-registered comparison: a − b (`lwap` − `mean`, primary) at `depth` on `metric`, over the
+    paired seeds."""
 
     depth: int
     metric: str
@@ -105,10 +127,14 @@ class Reading:
         return ("above" if self.mean > 0 else "below") if self.holm_p < ALPHA else "level"
 
 
-def readings(cells: Cells, grid: Grid, mode: str, metrics: dict[str, str]) -> list[Reading]:
-    """Every depth k < L × metric with paired seeds, Holm-adjusted over that family."""
-    rows = [(depth, metric) for depth in grid.depths()[:-1] for metric in metrics]
-    found = [(depth, metric, *paired(cells, mode, depth, metric)) for depth, metric in rows]
+def readings(
+    cells: Cells, grid: Grid, rows: tuple[str, str], metrics: dict[str, str], full_depth: bool = False
+) -> list[Reading]:
+    """Every depth k < L (k ≤ L with `full_depth`) × metric with paired seeds, Holm-adjusted over that
+    family."""
+    depths = grid.depths() if full_depth else grid.depths()[:-1]
+    questions = [(depth, metric) for depth in depths for metric in metrics]
+    found = [(depth, metric, *paired(cells, rows, depth, metric)) for depth, metric in questions]
     adjusted = iter(holm([p for *_, p in found if p is not None]))
     return [
         Reading(depth, metric, diffs, p, None if p is None else next(adjusted))
@@ -117,13 +143,15 @@ def readings(cells: Cells, grid: Grid, mode: str, metrics: dict[str, str]) -> li
     ]
 
 
-def verdict_table(cells: Cells, grid: Grid, mode: str, metrics: dict[str, str] | None = None) -> list[str]:
+def verdict_table(
+    cells: Cells, grid: Grid, rows: tuple[str, str], metrics: dict[str, str] | None = None
+) -> list[str]:
     metrics = metrics or METRICS
     lines = [
         "| depth | metric | d per seed | mean d ± sd | seeds of its sign | p (paired t) | Holm p | verdict |",
         "| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |",
     ]
-    for r in readings(cells, grid, mode, metrics):
+    for r in readings(cells, grid, rows, metrics):
         spread = f" ± {statistics.stdev(r.diffs):.2f}" if len(r.diffs) > 1 else ""
         same = sum(1 for d in r.diffs if (d > 0) == (r.mean > 0) and d != 0)
         per_seed = ", ".join(f"{d:+.2f}" for d in r.diffs)
@@ -172,8 +200,7 @@ def quality_table(cells: Cells, grid: Grid, metric: str, speed: dict[str, Any] |
         rates = " · ".join("—" if r is None else f"{r:.0f}" for r in rate)
         values = []
         for row in present:
-            found = [value(c, depth, metric) for c in cells[row].values()]
-            values.append(shown([v for v in found if v is not None]))
+            values.append(shown(values_at(cells[row], depth, metric)))
         lines.append(f"| {depth} | {rates} | {' | '.join(values)} |")
     return lines
 
@@ -187,8 +214,7 @@ def dims_table(cells: Cells, grid: Grid, metric: str) -> list[str]:
         values = []
         for row in rows:
             for dim in grid.dims:
-                found = [value(c, depth, metric, dim) for c in cells[row].values()]
-                values.append(shown([v for v in found if v is not None]))
+                values.append(shown(values_at(cells[row], depth, metric, dim)))
         lines.append(f"| {depth} | {' | '.join(values)} |")
     return lines
 
@@ -219,14 +245,14 @@ def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> lis
     for metric, label in metrics.items():
         lines += [f"**{label} at each depth** (full width; mean ± sd over seeds):", ""]
         lines += [*quality_table(cells, grid, metric, speed), ""]
-    for mode, what in (
-        ("elastic", "trained depth-elastic (primary)"),
-        ("ordinary", "truncated after training"),
+    for rows, what in (
+        (PRIMARY, "trained depth-elastic (primary)"),
+        (ORDINARY, "truncated after training"),
     ):
         lines += [f"**`lwap` − `mean` at the same depth, {what}**, paired by seed:", ""]
-        lines += [*verdict_table(cells, grid, mode, metrics), ""]
-        if mode == "elastic" and set(metrics) == set(METRICS):
-            answer = shallow_answer(readings(cells, grid, mode, metrics), grid)
+        lines += [*verdict_table(cells, grid, rows, metrics), ""]
+        if rows == PRIMARY and set(metrics) == set(METRICS):
+            answer = shallow_answer(readings(cells, grid, rows, metrics), grid)
             lines += [
                 f"**The answer** (pre-registered: above on Avg. (all) at some k ≤ L/2, not below on "
                 f"SciFact there): LWAP beats mean pooling at shallow depth — {answer}.",
@@ -238,8 +264,68 @@ def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> lis
         "",
         *dims_table(cells, grid, first_metric),
         "",
+        *secondary_table(cells, grid, metrics),
+        *frontier_lines(cells, grid, speed, first_metric, label),
     ]
     return lines
+
+
+def secondary_table(cells: Cells, grid: Grid, metrics: dict[str, str]) -> list[str]:
+    """COMPARE.md's secondary readings 2-4, a row per pair of rows and metric: mean d and Holm p at each
+    depth 1..L, the verdicts (each pair its own family: depths 1..L × the metrics)."""
+    pairs = [rows for rows in SECONDARY if all(row in cells for row in rows)]
+    if not pairs:
+        return []
+    lines = [
+        f"**Secondary readings 2-4**, a − b at each depth 1..{grid.layers}, paired by seed (each pair its "
+        "own Holm family over the depths × the metrics):",
+        "",
+        "| a − b | metric | mean d at k = 1.. | Holm p at k = 1.. | verdicts |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for rows in pairs:
+        found = readings(cells, grid, rows, metrics, full_depth=True)
+        for metric, label in metrics.items():
+            of_metric = [r for r in found if r.metric == metric]
+            means = ", ".join(f"{r.mean:+.2f}" for r in of_metric)
+            holms = ", ".join("—" if r.holm_p is None else f"{r.holm_p:.3f}" for r in of_metric)
+            verdicts = verdicts_by_depth(of_metric)
+            lines.append(f"| `{rows[0]}` − `{rows[1]}` | {label} | {means} | {holms} | {verdicts} |")
+    return [*lines, ""]
+
+
+def frontier_points(
+    cells: Cells, grid: Grid, speed: dict[str, Any] | None, metric: str
+) -> dict[str, list[int]]:
+    """Secondary reading 5: the depths at which each row is on the frontier, where no other row at any
+    depth is both faster (its pooler's measured speed) and better (mean over seeds)."""
+    points = []
+    for pooler, mode in grid.rows:
+        row = row_name(pooler, mode)
+        for depth in grid.depths():
+            rate = speed_of(speed, pooler, depth)
+            found = values_at(cells.get(row, {}), depth, metric)
+            if rate and found:
+                points.append((row, depth, rate, statistics.fmean(found)))
+    on: dict[str, list[int]] = {}
+    for row, depth, rate, quality in points:
+        if not any(r > rate and q > quality for _, _, r, q in points):
+            on.setdefault(row, []).append(depth)
+    return on
+
+
+def frontier_lines(
+    cells: Cells, grid: Grid, speed: dict[str, Any] | None, metric: str, label: str
+) -> list[str]:
+    on = frontier_points(cells, grid, speed, metric)
+    if not on:
+        return []
+    listed = "; ".join(f"`{row}` at {', '.join(map(str, depths))}" for row, depths in on.items())
+    return [
+        f"**On the frontier** ({label} against encode speed, mean over seeds; no other row at any depth both "
+        f"faster and better): {listed}.",
+        "",
+    ]
 
 
 def report_text(results: Path, speed_dir: Path, figure: str | None, grids: tuple[Grid, ...] = GRIDS) -> str:
@@ -290,7 +376,7 @@ def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid,
             xs, ys, errs = [], [], []
             for depth in grid.depths():
                 rate = speed_of(speed, pooler, depth)
-                found = [v for v in (value(c, depth, metric) for c in cells[row].values()) if v is not None]
+                found = values_at(cells[row], depth, metric)
                 if rate and found:
                     xs.append(1e6 / rate)
                     ys.append(statistics.fmean(found))
@@ -368,7 +454,7 @@ def results_section(
     for grid in grids:
         cells = load(results, grid)
         count = sum(len(seeds) for seeds in cells.values())
-        found = readings(cells, grid, "elastic", METRICS) if cells else []
+        found = readings(cells, grid, PRIMARY, METRICS) if cells else []
         paired_seeds = max((len(r.diffs) for r in found), default=0)
         row = [f"{grid.name}, {grid.regime}", f"{count} of {len(grid.rows) * len(SEEDS)}", str(paired_seeds)]
         for metric in METRICS:
@@ -376,5 +462,25 @@ def results_section(
             row += [", ".join(f"{r.mean:+.2f}" for r in of_metric) or "—", verdicts_by_depth(of_metric)]
         row.append(shallow_answer(found, grid))
         lines.append(f"| {' | '.join(row)} |")
-    lines.append("")
-    return lines
+    return [*lines, "", *secondary_summary(results, grids)]
+
+
+def secondary_summary(results: Path, grids: tuple[Grid, ...]) -> list[str]:
+    """The secondary readings' verdicts on Avg. (all), a row per pair of rows and a column per grid
+    (SciFact, the p-values and the frontier's points are in REPORT.md)."""
+    loaded = [(grid, load(results, grid)) for grid in grids]
+    lines = [
+        "The secondary readings (COMPARE.md), their verdicts on Avg. (all): each pair of rows a − b paired "
+        "by seed, Holm within the pair over its depths × both metrics (`lwap` − `mean` truncated after "
+        "ordinary training at k < L, the others at k = 1..L):",
+        "",
+        f"| a − b | {' | '.join(f'{grid.name}, {grid.regime}' for grid, _ in loaded)} |",
+        "| --- |" + " --- |" * len(loaded),
+    ]
+    for rows in (ORDINARY, *SECONDARY):
+        verdicts = []
+        for grid, cells in loaded:  # the family is REPORT.md's: the depths × both metrics
+            found = readings(cells, grid, rows, METRICS, full_depth=rows != ORDINARY) if cells else []
+            verdicts.append(verdicts_by_depth([r for r in found if r.metric == "avg_all"]))
+        lines.append(f"| `{rows[0]}` − `{rows[1]}` | {' | '.join(verdicts)} |")
+    return [*lines, ""]
