@@ -294,19 +294,35 @@ def secondary_table(cells: Cells, grid: Grid, metrics: dict[str, str]) -> list[s
     return [*lines, ""]
 
 
+def measured_points(
+    cells: Cells, grid: Grid, speed: dict[str, Any] | None, metric: str
+) -> dict[tuple[str, str], list[tuple[int, float, list[float]]]]:
+    """Each (pooler, mode) row with cells, its (depth, sentences per second, `metric` per seed) where both
+    were measured: the figure's points and the frontier's."""
+    points: dict[tuple[str, str], list[tuple[int, float, list[float]]]] = {}
+    for pooler, mode in grid.rows:
+        row = row_name(pooler, mode)
+        if row not in cells:
+            continue
+        points[(pooler, mode)] = []
+        for depth in grid.depths():
+            rate = speed_of(speed, pooler, depth)
+            found = values_at(cells[row], depth, metric)
+            if rate and found:
+                points[(pooler, mode)].append((depth, rate, found))
+    return points
+
+
 def frontier_points(
     cells: Cells, grid: Grid, speed: dict[str, Any] | None, metric: str
 ) -> dict[str, list[int]]:
     """Secondary reading 5: the depths at which each row is on the frontier, where no other row at any
     depth is both faster (its pooler's measured speed) and better (mean over seeds)."""
-    points = []
-    for pooler, mode in grid.rows:
-        row = row_name(pooler, mode)
-        for depth in grid.depths():
-            rate = speed_of(speed, pooler, depth)
-            found = values_at(cells.get(row, {}), depth, metric)
-            if rate and found:
-                points.append((row, depth, rate, statistics.fmean(found)))
+    points = [
+        (row_name(*row), depth, rate, statistics.fmean(values))
+        for row, found in measured_points(cells, grid, speed, metric).items()
+        for depth, rate, values in found
+    ]
     on: dict[str, list[int]] = {}
     for row, depth, rate, quality in points:
         if not any(r > rate and q > quality for _, _, r, q in points):
@@ -369,18 +385,11 @@ def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid,
     colours = dict(zip(POOLERS, ("tab:red", "tab:blue", "tab:green", "tab:purple"), strict=True))
     for axis, (grid, cells, speed) in zip(axes[0], panels, strict=True):
         metric, label = next(iter(metrics_of(cells).items()))
-        for pooler, mode in grid.rows:
+        for (pooler, mode), found in measured_points(cells, grid, speed, metric).items():
             row = row_name(pooler, mode)
-            if row not in cells:
-                continue
-            xs, ys, errs = [], [], []
-            for depth in grid.depths():
-                rate = speed_of(speed, pooler, depth)
-                found = values_at(cells[row], depth, metric)
-                if rate and found:
-                    xs.append(1e6 / rate)
-                    ys.append(statistics.fmean(found))
-                    errs.append(statistics.stdev(found) if len(found) > 1 else 0.0)
+            xs = [1e6 / rate for _, rate, _ in found]
+            ys = [statistics.fmean(values) for *_, values in found]
+            errs = [statistics.stdev(values) if len(values) > 1 else 0.0 for *_, values in found]
             style = {"elastic": "-", "ordinary": ":", "adaptive": "--"}[mode]
             colour = "black" if mode == "adaptive" else colours[pooler]
             axis.errorbar(
@@ -451,8 +460,8 @@ def results_section(
         "| verdicts | LWAP beats mean at k ≤ L/2? |",
         "| --- | ---: | ---: | --- | --- | --- | --- | --- |",
     ]
-    for grid in grids:
-        cells = load(results, grid)
+    loaded = [(grid, load(results, grid)) for grid in grids]
+    for grid, cells in loaded:
         count = sum(len(seeds) for seeds in cells.values())
         found = readings(cells, grid, PRIMARY, METRICS) if cells else []
         paired_seeds = max((len(r.diffs) for r in found), default=0)
@@ -462,13 +471,12 @@ def results_section(
             row += [", ".join(f"{r.mean:+.2f}" for r in of_metric) or "—", verdicts_by_depth(of_metric)]
         row.append(shallow_answer(found, grid))
         lines.append(f"| {' | '.join(row)} |")
-    return [*lines, "", *secondary_summary(results, grids)]
+    return [*lines, "", *secondary_summary(loaded)]
 
 
-def secondary_summary(results: Path, grids: tuple[Grid, ...]) -> list[str]:
+def secondary_summary(loaded: list[tuple[Grid, Cells]]) -> list[str]:
     """The secondary readings' verdicts on Avg. (all), a row per pair of rows and a column per grid
     (SciFact, the p-values and the frontier's points are in REPORT.md)."""
-    loaded = [(grid, load(results, grid)) for grid in grids]
     lines = [
         "The secondary readings (COMPARE.md), their verdicts on Avg. (all): each pair of rows a − b paired "
         "by seed, Holm within the pair over its depths × both metrics (`lwap` − `mean` truncated after "
@@ -480,7 +488,7 @@ def secondary_summary(results: Path, grids: tuple[Grid, ...]) -> list[str]:
     for rows in (ORDINARY, *SECONDARY):
         verdicts = []
         for grid, cells in loaded:  # the family is REPORT.md's: the depths × both metrics
-            found = readings(cells, grid, rows, METRICS, full_depth=rows != ORDINARY) if cells else []
+            found = readings(cells, grid, rows, METRICS, full_depth=rows != ORDINARY)
             verdicts.append(verdicts_by_depth([r for r in found if r.metric == "avg_all"]))
         lines.append(f"| `{rows[0]}` − `{rows[1]}` | {' | '.join(verdicts)} |")
     return [*lines, ""]
