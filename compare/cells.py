@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,27 @@ def layer_attention(results: dict[str, Any]) -> dict[str, Any]:
         return {}
     keep = ("layers", "sentences", "mean_attention")
     return {"layer_attention": {key: profile[key] for key in keep}}
+
+
+def pair_scores_file(cell_file: Path) -> Path:
+    """Where a cell keeps each STS test pair's cosine: beside the cell, `ROW-seedN.pairs.npz`."""
+    return cell_file.with_name(cell_file.stem + ".pairs.npz")
+
+
+def keep_pair_scores(eval_dir: Path, cell_file: Path) -> Path | None:
+    """Copy `lwap eval`'s pair_scores.npz beside the cell file (a bootstrap over test pairs between two
+    cells reads them); None when the evaluation wrote none (a run on the mteb path)."""
+    from lwap.eval.report import PAIR_SCORES
+    from lwap.files import atomic_path
+
+    source = eval_dir / PAIR_SCORES
+    if not source.is_file():
+        return None
+    target = pair_scores_file(cell_file)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(target) as partial:
+        shutil.copyfile(source, partial)
+    return target
 
 
 def read(path: Path) -> dict[str, Any]:

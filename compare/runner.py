@@ -45,8 +45,10 @@ def run_logged(command: list[str], log: Path) -> None:
 
 
 def evaluate(model: str, out: Path, log: Path, tasks: str = "all") -> dict[str, Any]:
+    """`lwap eval` of `model` into `out` (results.json, and each STS pair's cosine in pair_scores.npz)."""
     command = [sys.executable, "-m", "lwap", "eval", model, "--tasks", tasks, "--output", str(out)]
     options = ["--precision", EVAL_PRECISION, "--max-seq-length", str(EVAL_MAX_SEQ_LENGTH), "--no-progress"]
+    options.append("--pair-scores")
     run_logged([*command, *options], log)
     return cellfiles.read(out / "results.json")
 
@@ -125,6 +127,7 @@ class Cell:
         results = evaluate(str(self.out / "model"), self.out / "eval", self.log, tasks)
         keep = ("steps", "dev_spearman_before", "best_dev_spearman", "best_step", "dev_spearman_by_step")
         keep += ("dev_geometry_by_step",)
+        pairs = cellfiles.keep_pair_scores(self.out / "eval", self.file)  # before the cell: it marks done
         cell = {
             "regime": self.regime,
             "pooler": self.row,
@@ -143,6 +146,7 @@ class Cell:
             "settings": {**recorded, "train_precision": summary.get("precision")},
             "scores": cellfiles.scores(results),
             **cellfiles.layer_attention(results),
+            **({"pair_scores": pairs.name} if pairs else {}),
         }
         cellfiles.write(self.file, cell)
 

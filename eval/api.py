@@ -144,6 +144,7 @@ def evaluate_model(
     model_name: str | None = None,
     pairs_columns: Sequence[str] = DEFAULT_COLUMNS,
     output_dir: str | os.PathLike[str] | None = None,
+    pair_scores: bool = False,
     show_progress_bar: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -154,15 +155,20 @@ def evaluate_model(
     the `score`. A scored pairs file (a path among `tasks`, its columns `pairs_columns`) is scored as an
     STS set: cosine Spearman × 100, lwap's own scorer (with `use_mteb` too). With `output_dir`, also
     writes results.json, results.md and, for an LWAP model, the layer-attention PNG
-    (`lwap.eval.report.write_outputs`). A folder is loaded by `lwap.load_model`
+    (`lwap.eval.report.write_outputs`); with `pair_scores` too, pair_scores.npz: each STS test pair's
+    cosine (float32, keyed TASK/SUBSET, in the data's order), for a bootstrap over pairs later.
+    A folder is loaded by `lwap.load_model`
     (what it may hold: `lwap.model_folder`); `trust_remote_code` is its opt-in to the folder's own code.
     """
     say = log or (lambda message: None)
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
+    if pair_scores and (output_dir is None or use_mteb):
+        raise ConfigError("pair scores are written by lwap's own scorer into the output folder: give an "
+                          "output folder (--output DIR) and leave out --mteb")
     if output_dir is not None:  # before any work: a bad output folder should not cost an evaluation
-        from lwap.eval.report import LAYER_PNG, RESULTS_JSON, RESULTS_MD
+        from lwap.eval.report import LAYER_PNG, PAIR_SCORES, RESULTS_JSON, RESULTS_MD
 
-        written = (RESULTS_JSON, RESULTS_MD, LAYER_PNG)
+        written = (RESULTS_JSON, RESULTS_MD, LAYER_PNG, PAIR_SCORES)
         check_output(
             Path(output_dir), folder=True, label=f"output {output_dir}", error=ConfigError, entries=written
         )
@@ -194,6 +200,7 @@ def evaluate_model(
     sts_results: dict[str, dict] = {}
     search_results: dict[str, dict] = {}
     vectors: dict[str, Any] = {}
+    cosines: dict[str, Any] | None = {} if pair_scores else None
     tick = time.perf_counter()
     if use_mteb:
         from lwap.eval.mteb_tasks import evaluate_with_mteb
@@ -229,6 +236,7 @@ def evaluate_model(
                 show_progress_bar=show_progress_bar,
                 while_encoding_first=recorder.attached if recorder else None,
                 vectors_out=vectors,
+                cosines_out=cosines,
             )
             timing["sts"] = time.perf_counter() - tick
         for data in search_sets:
@@ -286,7 +294,7 @@ def evaluate_model(
     if output_dir is not None:
         from lwap.eval.report import write_outputs
 
-        results["files"] = [str(p) for p in write_outputs(results, Path(output_dir))]
+        results["files"] = [str(p) for p in write_outputs(results, Path(output_dir), cosines)]
     return results
 
 

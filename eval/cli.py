@@ -53,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output", default=None, metavar="DIR", help="write results.json, results.md (and the PNG) here"
     )
     parser.add_argument(
+        "--pair-scores",
+        action="store_true",
+        help="also write pair_scores.npz in --output: each STS test pair's cosine (a bootstrap over pairs)",
+    )
+    parser.add_argument(
         "--bootstrap",
         type=int,
         default=0,
@@ -96,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         trust_remote_code=args.trust_remote_code,
         pairs_columns=args.pairs_columns,
         output_dir=args.output,
+        pair_scores=args.pair_scores,
         show_progress_bar=not args.no_progress,
         log=log,
     )

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from lwap.eval.sts_data import DISPLAY_NAMES
-from lwap.files import write_json_atomically, write_text_atomically
+from lwap.files import atomic_path, write_json_atomically, write_text_atomically
 
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 LAYER_PNG = "layer_attention.png"
+PAIR_SCORES = "pair_scores.npz"
 SEARCH_COLUMNS = (("ndcg@10", "nDCG@10"), ("mrr@10", "MRR@10"), ("recall@100", "R@100"))
 GEOMETRY_COLUMNS = (("alignment", "Align."), ("uniformity", "Unif."), ("anisotropy", "Aniso."))
 
@@ -144,8 +145,11 @@ def format_markdown(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def write_outputs(results: dict[str, Any], output_dir: Path) -> list[Path]:
-    """results.json, results.md and (LWAP models evaluated on STS-B) layer_attention.png in `output_dir`."""
+def write_outputs(
+    results: dict[str, Any], output_dir: Path, cosines: dict[str, Any] | None = None
+) -> list[Path]:
+    """results.json, results.md, (LWAP models evaluated on STS-B) layer_attention.png and (given
+    `cosines`, each STS pair's cosine keyed TASK/SUBSET) pair_scores.npz in `output_dir`."""
     from lwap.errors import ConfigError, OutputWriteError
 
     if output_dir.exists() and not output_dir.is_dir():
@@ -155,15 +159,27 @@ def write_outputs(results: dict[str, Any], output_dir: Path) -> list[Path]:
     except OSError as error:
         raise ConfigError(f"output {output_dir}: cannot create the folder ({error.strerror})") from None
     try:
-        return _write_files(results, output_dir)
+        return _write_files(results, output_dir, cosines)
     except OutputWriteError:  # a full disk, a quota, a read-only file system: already names the file
         raise
     except OSError as error:
         raise ConfigError(f"output {output_dir}: cannot write results ({error.strerror or error})") from None
 
 
-def _write_files(results: dict[str, Any], output_dir: Path) -> list[Path]:
+def _write_pair_scores(cosines: dict[str, Any], path: Path) -> Path:
+    """Each pair's cosine as float32 arrays in one compressed .npz (about 70 kB for the 7 STS tasks)."""
+    import numpy as np
+
+    with atomic_path(path) as partial, partial.open("wb") as handle:
+        arrays = {key: np.asarray(value, dtype=np.float32) for key, value in cosines.items()}
+        np.savez_compressed(handle, **arrays)
+    return path
+
+
+def _write_files(results: dict[str, Any], output_dir: Path, cosines: dict[str, Any] | None) -> list[Path]:
     written = []
+    if cosines is not None:
+        written.append(_write_pair_scores(cosines, output_dir / PAIR_SCORES))
     profile = results.get("layer_attention")
     if profile and profile["sentences"]:
         from lwap.eval.layer_profile import plot_layer_attention

@@ -140,12 +140,15 @@ def score_sts_tasks(
     show_progress_bar: bool = False,
     while_encoding_first: Callable[[], AbstractContextManager[object]] | None = None,
     vectors_out: dict[str, np.ndarray] | None = None,
+    cosines_out: dict[str, np.ndarray] | None = None,
 ) -> dict[str, dict]:
     """Score every task, encoding each distinct sentence of the whole suite once.
 
     The first task's sentences are encoded in a call of their own, inside `while_encoding_first()` if
     given (the layer-attention recorder uses this to see exactly the STS-B test sentences).
-    `vectors_out`, if given, receives every sentence's embedding (the geometry measures reuse them).
+    `vectors_out`, if given, receives every sentence's embedding (the geometry measures reuse them);
+    `cosines_out` each pair's cosine, keyed `TASK/SUBSET`, in the data's pair order (a bootstrap over
+    test pairs between two models needs them; Spearman alone cannot be resampled).
     """
     if aggregation not in AGGREGATIONS:
         raise ConfigError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
@@ -160,6 +163,8 @@ def score_sts_tasks(
     results = {}
     for task in tasks:
         scored = scored_subsets(task, vectors)
+        if cosines_out is not None:
+            cosines_out.update({f"{task.name}/{name}": cos for name, (cos, _) in scored.items()})
         entry = aggregate(scored)
         entry.update(
             score=entry[aggregation],

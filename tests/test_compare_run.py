@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import REPO
 from eval_mirror import WORDS, make_mirror
@@ -140,6 +141,8 @@ def test_a_tiny_grid_runs_end_to_end_and_resumes_after_a_killed_cell(tiny_bert: 
     assert "unsup lwap seed 0: avg " in progress[0] and "elapsed" in progress[0] and "left" in progress[0]
     assert json.loads((first / "train_summary.json").read_text())["resumed_from"]  # not started over
     assert not lock.exists()
+    kept = json.loads(cell.read_text())["pair_scores"]  # each STS test pair's cosine, beside the cell
+    assert kept == "lwap-seed0.pairs.npz" and len(np.load(cell.with_name(kept)).files) >= 7
     files = {
         (row, seed): grid.cell_file(str(tiny_bert), "unsup", row, seed)
         for row in ("lwap", "mean")

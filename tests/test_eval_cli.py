@@ -123,6 +123,32 @@ def test_no_png_for_models_without_lwap(tiny_bert, mirror, tmp_path, monkeypatch
     assert results["model"]["name"] == "in-memory model" and (tmp_path / "o" / "results.json").is_file()
 
 
+def test_pair_scores_reproduce_each_task_score(tiny_bert, mirror, tmp_path, monkeypatch) -> None:
+    """pair_scores.npz holds each STS pair's cosine in the data's order: Spearman of them against the
+    gold scores is the task's reported score, so a bootstrap over pairs can start from the file."""
+    from scipy.stats import spearmanr
+
+    from lwap.errors import ConfigError
+    from lwap.eval.sts_data import load_sts_task
+
+    root, _ = mirror
+    monkeypatch.setenv("LWAP_DATA_DIR", str(root))
+    model = build_model(str(tiny_bert), "mean")
+    results = evaluate_model(model, ["stsb", "sts12"], output_dir=tmp_path / "o", pair_scores=True)
+    saved = np.load(tmp_path / "o" / "pair_scores.npz")
+    assert str(tmp_path / "o" / "pair_scores.npz") in results["files"]
+    for name in ("stsb", "sts12"):
+        task = load_sts_task(name, "senteval")
+        cosines = np.concatenate([saved[f"{name}/{subset}"] for subset in task.subsets])
+        gold = np.concatenate([pairs.scores for pairs in task.subsets.values()])
+        assert saved[f"{name}/{next(iter(task.subsets))}"].dtype == np.float32
+        reported = results["sts"][name]["all"]
+        assert spearmanr(cosines, gold).statistic * 100 == pytest.approx(reported, abs=1e-3)
+    with pytest.raises(ConfigError, match="output folder"):
+        evaluate_model(model, ["stsb"], pair_scores=True)
+    assert main(["eval", str(tiny_bert), "--tasks", "stsb", "--pair-scores", "--no-progress"]) == 2
+
+
 def test_unknown_task_lists_valid_names(lwap_folder, capsys) -> None:
     assert main(["eval", str(lwap_folder), "--tasks", "sts-b", "--no-progress"]) == 2
     error = capsys.readouterr().err
