@@ -6,7 +6,7 @@ small JSON files in the results folder; the report and the figure are made from 
 
 Modules, one job each: `grid` (what a grid is: regimes, poolers, where cells live), `settings` (what a
 cell's numbers depend on), `cells` (reading and writing cell files), `runner` (training and evaluating
-the missing cells; one process per cell through `lwap.locking`), `maintenance` (profiles for older
+the missing cells; one process per cell through `lwap.checks.locking`), `maintenance` (profiles for older
 cells), `report` (the generic report, and the hooks a report of one's own overrides), `verdicts` and
 `summaries` (what the report reads off a grid), `prose` (the report's fixed text and wording),
 `attention` (the layer-attention section and figure), `geometry` and `geometry_section` (alignment and

@@ -8,9 +8,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import read_json_object
 from lwap.compare.grid import BACKBONE, ROWS, STS_COLUMNS
 from lwap.errors import ConfigError, DataError
-from lwap.files import read_json_object
 
 
 def scores(results: dict[str, Any]) -> dict[str, float]:
@@ -52,8 +52,8 @@ def pair_scores_file(cell_file: Path) -> Path:
 def keep_pair_scores(eval_dir: Path, cell_file: Path) -> Path | None:
     """Copy `lwap eval`'s pair_scores.npz beside the cell file (a bootstrap over test pairs between two
     cells reads them); None when the evaluation wrote none (a run on the mteb path)."""
+    from lwap.checks.files import atomic_path
     from lwap.eval.report import PAIR_SCORES
-    from lwap.files import atomic_path
 
     source = eval_dir / PAIR_SCORES
     if not source.is_file():

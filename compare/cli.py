@@ -108,7 +108,7 @@ def check_run_arguments(args: argparse.Namespace) -> None:
     resolve_backbone(args.backbone)
     backbone = [] if args.backbone == BACKBONE else [f"model.backbone={args.backbone}"]
     config = load_config(resolve_config(shipped_config(REGIMES[args.regime])), [*backbone, *args.set])
-    # what the folder holds (lwap.model_folder), before any cell starts: one line, not a failed cell
+    # what the folder holds (lwap.checks.model_folder), before any cell starts: one line, not a failed cell
     check_backbone(args.backbone, trust_remote_code=config.model.trust_remote_code)
 
 

@@ -67,7 +67,7 @@ def draw_geometry_figure(found: list[Panel], output: Path, wording: Wording) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lwap.files import save_figure_atomically
+    from lwap.checks.files import save_figure_atomically
 
     columns = min(len(found), 2)
     rows = -(-len(found) // columns)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from lwap.checks.files import read_json_object
 from lwap.errors import DataError
-from lwap.files import read_json_object
 
 # The budget of each regime: a config shipped with lwap (lwap.configs), found by name from any folder.
 # The name is also what cells record and the report quotes, as it was when the configs lived only in

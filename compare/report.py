@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import read_json_object
 from lwap.compare import settings
 from lwap.compare.attention import attention_section
 from lwap.compare.cells import load_cells, shared_overrides
@@ -44,7 +45,6 @@ from lwap.compare.verdicts import (
     variant_verdicts,
     verdicts,
 )
-from lwap.files import read_json_object
 
 Cells = dict[str, list[dict[str, Any]]]
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.locking import claim
 from lwap.compare import cells as cellfiles
 from lwap.compare import settings
 from lwap.compare.grid import (
@@ -26,7 +27,6 @@ from lwap.compare.grid import (
     variant_overrides,
 )
 from lwap.errors import LwapError
-from lwap.locking import claim
 
 
 class CellFailed(LwapError):

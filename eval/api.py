@@ -17,6 +17,7 @@ from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
+from lwap.checks.files import check_output
 from lwap.encoding import PRECISIONS
 from lwap.errors import ConfigError
 from lwap.eval.beir_data import BeirDataset, load_beir, load_scifact
@@ -25,7 +26,6 @@ from lwap.eval.pairs_data import DEFAULT_COLUMNS, is_pairs_file, load_scored_pai
 from lwap.eval.search import score_search
 from lwap.eval.sts_data import STS_TASKS, VARIANTS, load_sts_task
 from lwap.eval.sts_scoring import AGGREGATIONS, score_sts_tasks
-from lwap.files import check_output
 from lwap.model import find_lwap, load_model, set_max_seq_length
 from lwap.paths import find_data_dir
 
@@ -157,8 +157,8 @@ def evaluate_model(
     writes results.json, results.md and, for an LWAP model, the layer-attention PNG
     (`lwap.eval.report.write_outputs`); with `pair_scores` too, pair_scores.npz: each STS test pair's
     cosine (float32, keyed TASK/SUBSET, in the data's order), for a bootstrap over pairs later.
-    A folder is loaded by `lwap.load_model`
-    (what it may hold: `lwap.model_folder`); `trust_remote_code` is its opt-in to the folder's own code.
+    A folder is loaded by `lwap.load_model` (what it may hold: `lwap.checks.model_folder`);
+    `trust_remote_code` is its opt-in to the folder's own code.
     """
     say = log or (lambda message: None)
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lwap.checks.files import parse_json, text_lines
 from lwap.data_sources import HubFile, hub_file
 from lwap.errors import DataError
 from lwap.eval.fields import is_header, split_fields
-from lwap.files import parse_json, text_lines
 from lwap.paths import find_data_dir
 
 SCIFACT_FOLDER = "beir-scifact"

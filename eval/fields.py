@@ -2,7 +2,7 @@
 
 STS, SICK and BEIR readers share these, so a wrong delimiter, too few fields, a header or not and a bad
 score give the same errors naming file and line for all of them. Reading the lines themselves (missing
-file, not UTF-8, truncated gzip) is `lwap.files.text_lines`, shared with training and `lwap encode`.
+file, not UTF-8, truncated gzip) is `lwap.checks.files.text_lines`, shared with training and `lwap encode`.
 """
 
 from __future__ import annotations

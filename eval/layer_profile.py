@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from sentence_transformers import SentenceTransformer
 
-from lwap.files import save_figure_atomically
+from lwap.checks.files import save_figure_atomically
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.model import find_lwap
 

@@ -6,7 +6,7 @@ gzipped or not, with the columns named by `eval.dev_columns` (`sentence1, senten
 extra columns are ignored). Scores may be on any scale (Spearman is rank-based); every row needs one.
 
 Not `datasets`' CSV builder: it reads in blocks and its errors name neither the file nor the line (the
-training readers in lwap.train.data say the same); the rows go through `lwap.files.decoded_lines`, the
+training readers in lwap.train.data say the same); the rows go through `lwap.checks.files.decoded_lines`, the
 reader every text file of lwap's goes through.
 """
 
@@ -17,10 +17,10 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from lwap.checks.files import check_file, decoded_lines
+from lwap.checks.table_files import check_width, header_indices, table_reader
 from lwap.errors import DataError
 from lwap.eval.sts_data import StsPairs, StsTask
-from lwap.files import check_file, decoded_lines
-from lwap.table_files import check_width, header_indices, table_reader
 
 PAIRS_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz")
 DEFAULT_COLUMNS = ("sentence1", "sentence2", "score")

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import atomic_path, write_json_atomically, write_text_atomically
 from lwap.eval.sts_data import DISPLAY_NAMES
-from lwap.files import atomic_path, write_json_atomically, write_text_atomically
 
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"

@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lwap.checks.files import text_lines
 from lwap.data_sources import first_line, hub_offline, local_file, missing_error, note
 from lwap.errors import DataError
 from lwap.eval.fields import is_header, parse_score, split_fields
-from lwap.files import text_lines
 
 STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 DISPLAY_NAMES = {

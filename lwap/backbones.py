@@ -60,8 +60,8 @@ def transformer_folder(folder: Path) -> Path:
     """The folder holding the Hugging Face model inside a sentence-transformers folder (or itself)."""
     modules = folder / "modules.json"
     if modules.is_file():
+        from lwap.checks.files import read_json
         from lwap.errors import DataError
-        from lwap.files import read_json
 
         try:
             entries = read_json(modules)
@@ -90,8 +90,8 @@ def resolve_backbone(name_or_path: str | os.PathLike[str], what: str = "backbone
             raise BackboneNotFoundError(f"{what} {name!r} is a file; pass a model folder or a hub id")
         folder = transformer_folder(path)
         if (folder / "config.json").exists() and not (folder / "config.json").is_file():
+            from lwap.checks.files import file_status
             from lwap.errors import DataError
-            from lwap.files import file_status
 
             try:  # a FIFO or a device: refused by name, never opened
                 file_status(folder / "config.json")
@@ -121,7 +121,7 @@ def resolve_backbone(name_or_path: str | os.PathLike[str], what: str = "backbone
 
 
 def check_backbone(name_or_path: str | os.PathLike[str], *, trust_remote_code: bool = False) -> str:
-    """`resolve_backbone`, and for a local folder also what `lwap.model_folder` allows in it and its
+    """`resolve_backbone`, and for a local folder also what `lwap.checks.model_folder` allows in it and its
     config.json: a training run checks its backbone this way before it writes anything to the output
     folder. `trust_remote_code` is passed to transformers explicitly, never left to its prompt."""
     source = resolve_backbone(name_or_path)
@@ -129,7 +129,7 @@ def check_backbone(name_or_path: str | os.PathLike[str], *, trust_remote_code: b
     if Path(source).is_dir():
         from transformers import AutoConfig
 
-        from lwap.model_folder import check_model_folder
+        from lwap.checks.model_folder import check_model_folder
 
         for folder in dict.fromkeys(p for p in (given, Path(source)) if p.is_dir()):
             check_model_folder(folder, trust_remote_code=trust_remote_code, error=BackboneNotFoundError)

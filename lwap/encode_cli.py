@@ -55,9 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from lwap.checks.files import check_file, check_output
     from lwap.encoding import encode_file
     from lwap.errors import InputError, OutputExistsError
-    from lwap.files import check_file, check_output
     from lwap.model import load_model, set_max_seq_length
 
     if args.batch_size < 1:

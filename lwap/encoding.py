@@ -22,8 +22,8 @@ from numpy.lib.format import write_array_header_1_0
 from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
+from lwap.checks.files import atomic_path, check_file, check_output, decoded_lines
 from lwap.errors import DataError, InputError, OutputWriteError
-from lwap.files import atomic_path, check_file, check_output, decoded_lines
 
 PRECISIONS = ("fp32", "bf16")
 

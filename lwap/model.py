@@ -14,11 +14,12 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
-from lwap import model_folder, portable, registry
-from lwap.backbone_fit import usable_positions
+from lwap import portable, registry
 from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone, transformer_kwargs
+from lwap.checks import model_folder
+from lwap.checks.backbone_fit import usable_positions
+from lwap.checks.files import file_status, read_json
 from lwap.errors import BackboneNotFoundError, ConfigError, DataError, ModelLoadError
-from lwap.files import file_status, read_json
 from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.worker_pickling import keep_hidden_states_in_workers
@@ -44,7 +45,7 @@ def build_model(
 
     `options` are pooler options from `lwap.registry` (lwap_layers, score_scale, lwap_start, ...);
     a missing one takes its default. ConfigError for an unknown pooling or option or a bad value.
-    A backbone folder passes `lwap.model_folder.check_model_folder` first (BackboneNotFoundError, one
+    A backbone folder passes `lwap.checks.model_folder.check_model_folder` first (BackboneNotFoundError, one
     line); `trust_remote_code` lets it name code of its own (auto_map), as transformers' flag does.
     `dropout`: the backbone's hidden and attention dropout (SimCSE's noise in training; the saved config
     keeps it), None = its config's; ConfigError for a backbone whose config has no such rates.
@@ -152,8 +153,8 @@ def _length_limit(transformer: Transformer) -> int:
 
     Read from the backbone's files, not from the live tokenizer: sentence-transformers stores the
     *current* max_seq_length there, which training has set to its truncation. Both are read as JSON
-    (`lwap.files.read_json`), not by loading a tokenizer again (AutoTokenizer, which a hub id needs, would
-    be one more load that could reach a folder's code).
+    (`lwap.checks.files.read_json`), not by loading a tokenizer again (AutoTokenizer, which a hub id
+    needs, would be one more load that could reach a folder's code).
     """
     source = transformer.model.name_or_path
     limit = _json_setting(Path(source) / "sentence_bert_config.json", "max_seq_length")
@@ -182,11 +183,11 @@ def load_model(
 ) -> SentenceTransformer:
     """Load a saved lwap (or any sentence-transformers) model after checking what the folder holds.
 
-    `lwap.model_folder.check_model_folder` first: every class named in modules.json (and in its Routers)
-    must be sentence-transformers' or lwap's, every path inside the folder, every weights file safetensors
-    and whole, no auto_map. lwap's modules come from this lwap, never from the folder's copies of their
-    code (which must equal it: lwap.portable), so no code from the folder runs and `trust_remote_code`
-    stays off unless the caller passes `trust_remote_code=True` (`--trust-remote-code`).
+    `lwap.checks.model_folder.check_model_folder` first: every class named in modules.json (and in its
+    Routers) must be sentence-transformers' or lwap's, every path inside the folder, every weights file
+    safetensors and whole, no auto_map. lwap's modules come from this lwap, never from the folder's copies
+    of their code (which must equal it: lwap.portable), so no code from the folder runs and
+    `trust_remote_code` stays off unless the caller passes `trust_remote_code=True` (`--trust-remote-code`).
     """
     name = str(name_or_path)
     path = Path(name).expanduser()
@@ -219,7 +220,7 @@ def load_model(
 
 def check_model_folder(path: Path, *, trust_remote_code: bool = False) -> dict[str, type]:
     """lwap's classes for the folder's lwap modules; ModelLoadError unless `path` is a sentence-transformers
-    model folder that `lwap.model_folder.check_model_folder` allows."""
+    model folder that `lwap.checks.model_folder.check_model_folder` allows."""
     if not path.is_dir():
         raise ModelLoadError(f"model path {str(path)!r} is not a folder")
     modules_json = path / "modules.json"

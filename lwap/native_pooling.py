@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sentence_transformers.sentence_transformer.modules import Dense, Module, Normalize, Pooling
 
+from lwap.checks.files import read_json
 from lwap.errors import ConfigError
-from lwap.files import read_json
 
 # The sentence-transformers modules a backbone's own pooling may consist of (by class name, since
 # modules.json may name them under their old paths, sentence_transformers.models.X).

@@ -32,12 +32,12 @@ from typing import Any
 from sentence_transformers import SentenceTransformer as BaseSentenceTransformer
 from transformers.dynamic_module_utils import get_relative_import_files
 
+from lwap.checks.files import read_json, read_limited, write_text_atomically
+from lwap.checks.limits import JSON_FILE
 from lwap.errors import DataError, ModelLoadError
-from lwap.files import read_json, read_limited, write_text_atomically
 from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layer_mean import LayerMean
 from lwap.layerwise_attention import LayerwiseAttentionPooling
-from lwap.limits import JSON_FILE
 from lwap.training_only_mlp import TrainingOnlyMLP
 
 MODULE_CLASSES: tuple[type, ...] = (

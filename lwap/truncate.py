@@ -87,8 +87,8 @@ def save_truncated(
 ) -> Path:
     """`truncate_model(model, depth)` saved to `output` (a new folder, written whole or not at all), with
     `truncate_dim` set when `dims` is given, and a note saying what it was cut from."""
+    from lwap.checks.files import atomic_path, write_text_atomically
     from lwap.errors import OutputExistsError
-    from lwap.files import atomic_path, write_text_atomically
 
     if output.exists():
         raise OutputExistsError(f"{output} already exists; choose a new folder for the truncated model")

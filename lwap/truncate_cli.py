@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from lwap.checks.files import check_output
     from lwap.errors import InputError
-    from lwap.files import check_output
     from lwap.model import load_model
     from lwap.truncate import save_truncated
 

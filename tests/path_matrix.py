@@ -232,6 +232,7 @@ NOT_PATHS: dict[str, str] = {
     "eval aggregation": "a choice",
     "eval variant": "a choice (--data senteval|raw|hub); the files come from $LWAP_DATA_DIR",
     "eval bootstrap": "a number",
+    "eval pair_scores": "a flag (pair_scores.npz goes in --output, a row of its own)",
     "eval seed": "a number",
     "eval mteb": "a flag",
     "eval batch_size": "a number",
@@ -351,7 +352,7 @@ NOT_PATH_VARIABLES: dict[str, str] = dict.fromkeys(
         "LWAP_MAX_TOKENIZER_BYTES",
         "LWAP_MAX_MODEL_BYTES",
     ),
-    "a size limit (lwap.limits; the oversize and huge-config columns)",
+    "a size limit (lwap.checks.limits; the oversize and huge-config columns)",
 )
 
 
@@ -431,9 +432,9 @@ FAULTS = (
     ),
     Fault(
         "oversize",
-        "a file past its kind's limit (`lwap.limits`): a 2 MiB YAML config, 17 MiB of JSON (the file inside "
-        "that is read), or, in a file read line by line, one line past the 1 MiB line limit (gzipped where "
-        ".gz is read)",
+        "a file past its kind's limit (`lwap.checks.limits`): a 2 MiB YAML config, 17 MiB of JSON (the file "
+        "inside that is read), or, in a file read line by line, one line past the 1 MiB line limit "
+        "(gzipped where .gz is read)",
         r"more than the [\w ]+ limit|longer than the line limit",
     ),
     Fault(

@@ -1,5 +1,5 @@
 """Model folders checked before anything is built (issue 49): a config.json sized against its weights and
-lwap.limits.MODEL, weights' shapes against the config, lwap's modules against their weights and the
+lwap.checks.limits.MODEL, weights' shapes against the config, lwap's modules against their weights and the
 backbone, the tokenizer against the embedding table and the folder, special files and links in a folder,
 and a saved max_seq_length past the position table. The crafts every loader refuses (tests/hostile.py)
 run in tests/test_hostile_folders.py and the path matrix; these are the remaining cases."""
@@ -41,7 +41,7 @@ def rewrite(path: Path, **changes: object) -> None:
 
 
 def refusal(folder: Path) -> str:
-    from lwap.model_folder import check_model_folder
+    from lwap.checks.model_folder import check_model_folder
 
     with within(60), pytest.raises(ModelLoadError) as refused:
         check_model_folder(folder)
@@ -79,7 +79,7 @@ def test_backbone_configs_that_do_not_fit(changes: dict, says: str, tiny_bert: P
 def test_the_model_limit_names_its_variable_and_is_raisable(
     tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lwap.model_folder import check_model_folder
+    from lwap.checks.model_folder import check_model_folder
 
     monkeypatch.setenv("LWAP_MAX_MODEL_BYTES", "1000000")
     text = refusal(tiny_bert)
@@ -100,7 +100,7 @@ def test_other_families_and_shared_layers_pass(tmp_path: Path) -> None:
         RobertaModel,
     )
 
-    from lwap.model_folder import check_model_folder
+    from lwap.checks.model_folder import check_model_folder
 
     small = {"hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64, "vocab_size": 1000}
     models = {

@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import write_gzipped_long_line
 
-from lwap.errors import ConfigError, DataError
-from lwap.files import (
+from lwap.checks.files import (
     check_file,
     check_output,
     decoded_lines,
@@ -33,8 +32,9 @@ from lwap.files import (
     read_limited,
     read_yaml,
 )
-from lwap.limits import JSON_FILE, LINE, YAML_EXPANDED_VALUES
-from lwap.safe_yaml import AliasError, parse_yaml
+from lwap.checks.limits import JSON_FILE, LINE, YAML_EXPANDED_VALUES
+from lwap.checks.safe_yaml import AliasError, parse_yaml
+from lwap.errors import ConfigError, DataError
 
 # ten anchors, each a list of nine aliases of the one before: 9**10 (3.5 billion) values once expanded
 BOMB = (

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from lwap.checks.locking import claim, read_owner
 from lwap.compare.grid import BACKBONE, UNTOUCHED_POOLINGS, Grid
 from lwap.compare.maintenance import attach_profiles
 from lwap.compare.report import Report, write_report
 from lwap.compare.runner import Cell, restart_flags, run_reference, untouched_name
-from lwap.locking import claim, read_owner
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -120,7 +120,7 @@ def test_a_tiny_grid_runs_end_to_end_and_resumes_after_a_killed_cell(tiny_bert: 
     run += [a for o in BUDGET for a in ("--set", o)]
     first = grid.work_dir(str(tiny_bert)) / "unsup" / "lwap-seed0"
 
-    from lwap.locking import read_owner
+    from lwap.checks.locking import read_owner
     from lwap.train.outputs import latest_complete_checkpoint
 
     killed = subprocess.Popen(run, env=env, start_new_session=True, stdout=subprocess.DEVNULL)

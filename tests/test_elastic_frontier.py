@@ -255,7 +255,7 @@ def test_pipeline_end_to_end_on_a_tiny_grid(tmp_path: Path, tiny_bert: Path, dat
     from benchmarks.elastic.frontier_cells import run_grid
     from benchmarks.elastic.frontier_report import draw_figure, report_text
     from benchmarks.elastic.frontier_speed import measure
-    from lwap.files import read_json_object as read
+    from lwap.checks.files import read_json_object as read
 
     grid = Grid(
         "tiny",

@@ -105,7 +105,7 @@ def test_gold_score_not_a_number_or_out_of_range(tmp_path) -> None:
         read_sts_pair_files(tmp_path / "STS.input.x.txt", tmp_path / "STS.gs.x.txt")
 
 
-# --- generic file problems (STS-B reader; all readers share lwap.files.text_lines) -----------------
+# --- generic file problems (STS-B reader; all readers share lwap.checks.files.text_lines) -----------------
 
 
 def test_missing_file(tmp_path) -> None:

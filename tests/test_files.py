@@ -1,4 +1,4 @@
-"""lwap.files: atomic writes of files and folders, and the shared line reader's edge cases."""
+"""lwap.checks.files: atomic writes of files and folders, and the shared line reader's edge cases."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lwap.errors import DataError
-from lwap.files import (
+from lwap.checks.files import (
     atomic_path,
     check_file,
     decoded_lines,
@@ -17,6 +16,7 @@ from lwap.files import (
     text_lines,
     write_json_atomically,
 )
+from lwap.errors import DataError
 
 
 def test_file_appears_only_when_complete_and_replaces_the_old_one(tmp_path: Path) -> None:

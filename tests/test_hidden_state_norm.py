@@ -96,7 +96,7 @@ def test_saved_and_loaded_by_lwap_and_by_sentence_transformers_alone(
 
 def test_a_damaged_module_config_is_refused_on_load(prenorm_backbone: Path, tmp_path: Path) -> None:
     """A saved folder whose NormalizeHiddenStates config names no layer index: one ModelLoadError naming
-    the file, before the load (lwap.module_fit), not a crash at the first encode."""
+    the file, before the load (lwap.checks.module_fit), not a crash at the first encode."""
     import json
 
     from lwap.errors import ModelLoadError

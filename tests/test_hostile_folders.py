@@ -129,7 +129,7 @@ def test_a_link_out_of_the_folder_is_refused(tiny_lwap: Path, tmp_path: Path) ->
 def test_trust_remote_code_lifts_only_the_code_checks(tiny_bert: Path, tmp_path: Path) -> None:
     """The opt-in lets auto_map and foreign classes through (the folder's code is then the user's call);
     a pickle or a path out of the folder stays refused."""
-    from lwap.model_folder import check_model_folder
+    from lwap.checks.model_folder import check_model_folder
 
     check_model_folder(crafted(tiny_bert, tmp_path, "auto-map"), trust_remote_code=True)
     for craft in ("pickle-weights", "path-escape"):
@@ -323,9 +323,9 @@ def test_lwap_error_is_the_base(tiny_lwap: Path, tmp_path: Path) -> None:
 
 
 def test_readers_name_file_and_line(tmp_path: Path) -> None:
-    """lwap.files' readers, which every JSON/YAML/CSV lwap reads back goes through."""
+    """lwap.checks.files' readers, which every JSON/YAML/CSV lwap reads back goes through."""
+    from lwap.checks.files import read_csv_rows, read_json, read_yaml
     from lwap.errors import DataError
-    from lwap.files import read_csv_rows, read_json, read_yaml
 
     cell = tmp_path / "cell.json"
     cell.write_text(json.dumps({"pooler": "lwap", "scores": {"a": 1.0, "b": 2.0}}, indent=2)[:40])

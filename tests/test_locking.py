@@ -1,4 +1,4 @@
-"""lwap.locking: one process per lock, the owner named, a dead owner's lock taken over."""
+"""lwap.checks.locking: one process per lock, the owner named, a dead owner's lock taken over."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lwap.locking import LockedError, LockOwner, claim, hold, read_owner
+from lwap.checks.locking import LockedError, LockOwner, claim, hold, read_owner
 
 
 def _dead_pid() -> int:
@@ -73,7 +73,7 @@ def test_other_hosts_and_unreadable_locks_are_respected(tmp_path: Path) -> None:
 RACER = """
 import os, sys, time
 from pathlib import Path
-from lwap.locking import claim
+from lwap.checks.locking import claim
 lock, start, racers = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 while time.time() < start:
     pass

@@ -45,8 +45,8 @@ from path_matrix import (
     doc_section,
 )
 
+from lwap.checks.limits import JSON_FILE, LINE, YAML_FILE
 from lwap.cli import build_parser, main
-from lwap.limits import JSON_FILE, LINE, YAML_FILE
 from lwap.train.config import all_keys
 
 TARGET = {target.name: target for target in TARGETS}

@@ -21,9 +21,9 @@ from test_train_run import tiny_config
 from transformers import TrainerCallback, set_seed
 
 from lwap import build_model, load_model
+from lwap.checks.files import finite_json, write_json_atomically
 from lwap.cli import main
 from lwap.errors import OutputWriteError
-from lwap.files import finite_json, write_json_atomically
 from lwap.train import load_config, train
 from lwap.train.divergence import TrainingDivergedError
 from lwap.train.outputs import LOCK_FILE, is_finished, latest_complete_checkpoint
@@ -374,7 +374,7 @@ def test_full_disk_is_one_line_and_exit_2_from_every_command(
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG])
 def test_refused_writes_name_the_file_and_leave_nothing(tmp_path: Path, code: int) -> None:
     """Every atomic output (model folder, summary, metrics, results, .npy) fails the same way."""
-    from lwap.files import atomic_path
+    from lwap.checks.files import atomic_path
 
     target = tmp_path / "results.json"
     with pytest.raises(OutputWriteError) as refused, atomic_path(target) as partial:
@@ -385,7 +385,7 @@ def test_refused_writes_name_the_file_and_leave_nothing(tmp_path: Path, code: in
 
 
 def test_write_failure_reads_every_writers_report(tmp_path: Path) -> None:
-    from lwap.files import write_failure
+    from lwap.checks.files import write_failure
 
     rust = RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)")
     assert write_failure(rust) == "No space left on device"

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from lwap.files import atomic_path
+from lwap.checks.files import atomic_path
 
 
 class StopOnSignal(TrainerCallback):

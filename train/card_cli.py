@@ -55,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
 
 def check_run_folder(out: Path, *, trust_remote_code: bool = False) -> None:
     """DataError or ModelLoadError (one line naming the path) unless `out` is a finished run whose records
-    read cleanly and whose model folder holds only what `lwap.model_folder` allows (the card vouches for
-    it)."""
+    read cleanly and whose model folder holds only what `lwap.checks.model_folder` allows (the card vouches
+    for it)."""
+    from lwap.checks.files import read_json_object, read_yaml
+    from lwap.checks.model_folder import check_model_folder
     from lwap.errors import DataError
-    from lwap.files import read_json_object, read_yaml
-    from lwap.model_folder import check_model_folder
     from lwap.train.outputs import CONFIG_YAML, MODEL_DIR, SUMMARY_JSON
 
     if not out.exists():
@@ -83,9 +83,9 @@ def evaluate_for_card(
     out: Path, tasks: list[str], *, batch_size: int, precision: str, trust_remote_code: bool = False
 ) -> None:
     """Score OUT/model and the run's backbone with `lwap eval`; write OUT/card_eval.json."""
+    from lwap.checks.files import read_yaml, write_json_atomically
     from lwap.errors import DataError, ModelLoadError
     from lwap.eval.api import evaluate_model
-    from lwap.files import read_yaml, write_json_atomically
     from lwap.model import build_model, load_model
     from lwap.train.model_card import CARD_EVAL_JSON
     from lwap.train.outputs import CONFIG_YAML, MODEL_DIR

@@ -27,8 +27,8 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from lwap.checks.files import open_regular, read_json_object
 from lwap.errors import LwapError
-from lwap.files import open_regular, read_json_object
 
 MANIFEST = "lwap-manifest.json"
 # what transformers' resume loads with torch.load (weights_only=True); rng_state_N.pth under DDP
@@ -50,7 +50,7 @@ def write_manifest(checkpoint: Path) -> None:
     entries = {
         p.relative_to(checkpoint).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256(p)} for p in files
     }
-    # a plain OSError if the disk is full (not lwap.files' OutputWriteError), so the run's handler of a
+    # a plain OSError if the disk is full (not lwap.checks.files' OutputWriteError), so the run's handler of a
     # refused checkpoint write (lwap.train.outputs.checkpoint_write_error) reports it as for any other file
     partial = checkpoint / f".{MANIFEST}.partial"
     partial.write_text(json.dumps({"format": 1, "files": entries}, indent=2) + "\n", encoding="utf-8")
@@ -96,7 +96,7 @@ def _by_loading(checkpoint: Path) -> str | None:
     import torch
     from transformers.trainer_pt_utils import safe_globals  # the numpy types transformers allows in RNG files
 
-    from lwap.weights_files import check_weights_files
+    from lwap.checks.weights_files import check_weights_files
 
     try:
         read_json_object(checkpoint / "trainer_state.json", finite=False)

@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from lwap import registry
+from lwap.checks.files import read_yaml
+from lwap.checks.safe_yaml import AliasError, parse_yaml
 from lwap.errors import ConfigError, DataError, unknown_value
-from lwap.files import read_yaml
-from lwap.safe_yaml import AliasError, parse_yaml
 
 OBJECTIVES = ("unsup_simcse", "sup_simcse")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -375,7 +375,7 @@ def _check_values(c: TrainConfig, source: str) -> None:
             raise ConfigError(f"{source}: {key} must be {what}, got {value!r}")
 
     need(bool(c.output.dir.strip()), "output.dir", "a non-empty path", c.output.dir)
-    from lwap.files import name_too_long
+    from lwap.checks.files import name_too_long
 
     too_long = name_too_long(Path(c.output.dir).expanduser())
     if too_long:

@@ -41,9 +41,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import check_file
 from lwap.data_sources import hub_offline, training_file
 from lwap.errors import DataError
-from lwap.files import check_file
 from lwap.paths import DATA_DIR_VARIABLE
 from lwap.train import data_rows
 from lwap.train.config import DataConfig
@@ -201,7 +201,7 @@ def _saved_dataset(folder: Path, data: DataConfig, columns: list[str], names: li
     """A folder `save_to_disk` wrote: a Dataset, or a DatasetDict whose `data.hub_split` is read."""
     import datasets
 
-    from lwap.files import read_json_object
+    from lwap.checks.files import read_json_object
 
     if not any((folder / name).is_file() for name in SAVED_DATASET_FILES):
         raise DataError(

@@ -3,7 +3,7 @@
 Each yields one example at a time as {dataset column: text}, so `Dataset.from_generator` writes them to
 a memory-mapped Arrow file without holding the file in RAM, and raises a one-line DataError naming the
 file and the line (and, for a JSON array, the row) of the first fault. Lines come from
-`lwap.files.decoded_lines` (UTF-8 checked line by line, gzip on the fly, its line checks).
+`lwap.checks.files.decoded_lines` (UTF-8 checked line by line, gzip on the fly, its line checks).
 
 Why lwap's own readers and not `datasets`' text/CSV/JSON builders: those read in blocks (pandas for CSV,
 pyarrow for JSON), so their errors name neither the file nor the line; pandas reads the texts "NA" or
@@ -29,10 +29,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import decoded_lines, open_regular
+from lwap.checks.limits import LINE
+from lwap.checks.table_files import check_width, header_indices, table_reader
 from lwap.errors import DataError
-from lwap.files import decoded_lines, open_regular
-from lwap.limits import LINE
-from lwap.table_files import check_width, header_indices, table_reader
 
 EMPTY_TEXT = " "  # what an empty text becomes: SimCSE's train.py replaces None by " " (lwap.train.data)
 MAX_JSON_DEPTH = 64  # an example is an object of texts (depth 1); deeper nesting is refused, not recursed

@@ -139,8 +139,8 @@ def load_dev_set(e: EvalConfig) -> DevSet | None:
             )
         split = selection_split(path)
         return DevSet("beir", e.dev, metric, load_beir(path, split, name=DEV_NAME), split)
+    from lwap.checks.files import check_file
     from lwap.eval.pairs_data import load_scored_pairs
-    from lwap.files import check_file
 
     check_file(path, key="eval.dev")
     return DevSet("pairs", e.dev, metric, load_scored_pairs(path, e.dev_columns, name=DEV_NAME))

@@ -96,8 +96,8 @@ def _looks_local(value: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from lwap.checks.files import check_file, check_output
     from lwap.errors import ConfigError, OutputExistsError
-    from lwap.files import check_file, check_output
     from lwap.train.dev_sets import dev_path
     from lwap.train.mining import MiningOptions, check_output_name, mine_file, training_keys
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import atomic_path
 from lwap.errors import ConfigError, DataError
-from lwap.files import atomic_path
 from lwap.train.config import DataConfig
 
 OUTPUT_SUFFIXES = (".csv", ".csv.gz")

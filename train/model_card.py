@@ -100,7 +100,7 @@ PLACEHOLDER = "sentence_transformers_model_id"  # sentence-transformers' push_to
 def write_card(out: Path) -> Path:
     """Write OUT/model/README.md from the run's own records (config.yaml, train_summary.json, metrics.csv,
     card_eval.json if `lwap card --eval` made one); `lwap train` calls it last, `lwap card` again later."""
-    from lwap.files import read_json_object, read_yaml, write_text_atomically
+    from lwap.checks.files import read_json_object, read_yaml, write_text_atomically
     from lwap.train.config import config_from_dict
     from lwap.train.outputs import CONFIG_YAML, METRICS_CSV, MODEL_DIR, SUMMARY_JSON
 
@@ -116,8 +116,8 @@ def write_card(out: Path) -> Path:
 
 def _logged(metrics_csv: Path) -> dict[int, dict[str, float]]:
     """step -> {metric: value} from metrics.csv (every value the trainer logged, at full precision)."""
+    from lwap.checks.files import read_csv_rows
     from lwap.errors import DataError
-    from lwap.files import read_csv_rows
 
     by_step: dict[int, dict[str, float]] = {}
     if metrics_csv.is_file():
@@ -284,10 +284,10 @@ def _training(config: TrainConfig, summary: dict[str, Any], logged: dict[int, di
 def _data_name(config: TrainConfig) -> str:
     """The training data by name: a hub dataset's id, or the file's name and the title of the SOURCE.md
     that the data mirror and lwap's packaged sample keep beside each file."""
+    from lwap.checks.files import read_limited
+    from lwap.checks.limits import JSON_FILE
     from lwap.data_sources import training_file
     from lwap.errors import LwapError
-    from lwap.files import read_limited
-    from lwap.limits import JSON_FILE
     from lwap.train.data import _is_local
 
     d = config.data
@@ -353,10 +353,10 @@ def _backbone_card_fields(backbone: str) -> tuple[str, Any]:
     """(license, language) from the backbone's own card; "unknown" license and English otherwise (lwap's
     training and evaluation data are English)."""
     from lwap.backbones import resolve_backbone
+    from lwap.checks.files import read_limited
+    from lwap.checks.limits import JSON_FILE
+    from lwap.checks.safe_yaml import parse_yaml
     from lwap.errors import LwapError
-    from lwap.files import read_limited
-    from lwap.limits import JSON_FILE
-    from lwap.safe_yaml import parse_yaml
 
     try:
         folder = Path(resolve_backbone(backbone))

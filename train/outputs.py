@@ -7,7 +7,7 @@
     OUT/model/                 the final model (best weights + model card); exists only once complete
     OUT/train_summary.json     numbers of the run
     OUT/training_curves.png    training loss and STS-B dev Spearman over steps
-    OUT/.lwap-train.lock       while a run uses the folder: its pid, host and start (lwap.locking)
+    OUT/.lwap-train.lock       while a run uses the folder: its pid, host and start (lwap.checks.locking)
 
 A run is *finished* when OUT/model exists: it is written under a temporary name and renamed at the end,
 so a crash while saving never leaves a folder that loads as a finished model.
@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import atomic_path, check_output, leftover_partials, read_json_object, write_failure
+from lwap.checks.locking import hold
 from lwap.errors import ConfigError, LwapError, OutputExistsError, OutputWriteError
-from lwap.files import atomic_path, check_output, leftover_partials, read_json_object, write_failure
-from lwap.locking import hold
 
 MODEL_DIR = "model"
 CHECKPOINTS_DIR = "checkpoints"
@@ -171,8 +171,8 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
 
 def _damage(checkpoint: Path) -> str | None:
     """What `--resume` would fail on in `checkpoint` (lwap.train.checkpoint_integrity; its model folder as
-    lwap.model_folder allows one), or None."""
-    from lwap.model_folder import check_model_folder
+    lwap.checks.model_folder allows one), or None."""
+    from lwap.checks.model_folder import check_model_folder
     from lwap.train.checkpoint_integrity import checkpoint_damage
 
     damage = checkpoint_damage(checkpoint)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lwap.files import save_figure_atomically
+from lwap.checks.files import save_figure_atomically
 from lwap.train.dev_sets import STSB_DEV_KEY
 
 DEV_METRIC = STSB_DEV_KEY  # STS-B dev Spearman: the default dev set's logged metric

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.errors import LwapError
-from lwap.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.train import outputs
 from lwap.train.config import TrainConfig, dump_config
 from lwap.train.trainer import build_trainer, initial_model, training_arguments
@@ -38,7 +38,7 @@ def train(
     `resume`: True = latest complete checkpoint in OUT/checkpoints, or a checkpoint folder.
     `overwrite`: replace a finished run in OUT (default: config.output.overwrite).
     Ctrl-C/SIGTERM saves a checkpoint and raises KeyboardInterrupt. A run holds OUT's lock
-    (`lwap.locking`): a second run, or `--resume`, on a folder a live run uses raises LockedError.
+    (`lwap.checks.locking`): a second run, or `--resume`, on a folder a live run uses raises LockedError.
     A diverging run stops (TrainingDivergedError), a refused write raises OutputWriteError (one line
     each; `lwap.train.divergence`, `lwap.train.outputs.checkpoint_write_error`).
     """

@@ -17,7 +17,7 @@ import torch
 from transformers import Trainer, TrainerCallback
 
 from benchmarks.speed.speedbench.machine import cpu_name
-from lwap import files
+from lwap.checks import files
 
 
 class Slice(TrainerCallback):

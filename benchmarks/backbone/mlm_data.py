@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer, DataCollatorForLanguageModeling
 
-from lwap import files
+from lwap.checks import files
 from lwap.errors import DataError
 from lwap.paths import find_data_dir
 

@@ -14,7 +14,7 @@ from transformers import AutoModel
 
 from benchmarks.backbone.mlm_checkpoints import read_state, write_curve
 from benchmarks.backbone.mlm_model import ARCH_NAMES, MLM_CLASSES, SparseMLM, mlm_config
-from lwap import files
+from lwap.checks import files
 
 
 def export(a: argparse.Namespace, tokenizer, checkpoint: Path, run: dict) -> None:

@@ -49,7 +49,7 @@ from benchmarks.backbone.mlm_checkpoints import (
 from benchmarks.backbone.mlm_data import collator, load_tokenizer, prepared_data, unigram_loss
 from benchmarks.backbone.mlm_export import export
 from benchmarks.backbone.mlm_model import ARCHS, MLM_CLASSES, SIZES, mlm_config, start_from
-from lwap import files
+from lwap.checks import files
 from lwap.errors import ConfigError, DataError, LwapError
 
 RECIPE = ("size", "wiki", "sentences", "held_out", "seq_len", "batch", "max_steps", "lr", "warmup", "seed",

@@ -41,8 +41,8 @@ POOLERS = ("mean", "lwap", "first_last_avg", "weighted")
 
 def sample_pairs(count: int) -> tuple[list[str], list[str]]:
     """The first `count` sentence pairs of STS-B dev as packaged with lwap (works offline)."""
+    from lwap.checks.files import text_lines
     from lwap.data_sources import sample_folder
-    from lwap.files import text_lines
 
     firsts, seconds = [], []
     for _, line in text_lines(sample_folder() / "stsb" / "senteval-tokenized" / "sts-dev.csv.gz"):

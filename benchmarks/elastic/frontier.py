@@ -71,7 +71,7 @@ def estimate(results: Path = RESULTS) -> list[str]:
     the measure. Before a grid has one, the comparison grid's cells of its budget, times the ratio the
     measured grids show (the first grid's cells took 2.2 times those: the machine, not the depth loss,
     which costs 1-11 % a step, step_cost.py)."""
-    from lwap.files import read_json_object
+    from lwap.checks.files import read_json_object
 
     found = []  # (grid, cells done, seconds of the cells that trained in one run)
     for grid in GRIDS:
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(measure(grid, results / "speed" / f"{grid.name}.json", count, repeats))
         elif args.command == "report":
             from benchmarks.elastic.frontier_report import draw_figure, report_text
-            from lwap.files import write_text_atomically
+            from lwap.checks.files import write_text_atomically
 
             output = args.output or results / REPORT
             figure = args.figure or (results / FIGURE.name if args.smoke else FIGURE)

@@ -151,9 +151,9 @@ def run_cell(
     grid: Grid, pooler: str, mode: str, seed: int, results: Path, work: Path, smoke: bool = False
 ) -> dict[str, Any]:
     """Train and evaluate one cell (whatever of it is not done yet) and write its cell file."""
+    from lwap.checks.files import read_json_object as read  # not lwap.compare's reader: no grid cells here
+    from lwap.checks.files import write_json_atomically
     from lwap.compare import settings
-    from lwap.files import read_json_object as read  # not lwap.compare's reader: no grid cells here
-    from lwap.files import write_json_atomically
     from lwap.model import load_model
 
     out = grid.work_dir(work, pooler, mode, seed)
@@ -217,7 +217,7 @@ def run_grid(
     grid: Grid, seeds: list[int], results: Path, work: Path, smoke: bool, rows: list[str] | None
 ) -> int:
     """Every missing cell of `grid` (seed by seed, so that a seed's rows share a commit); cells another
-    process holds are skipped with a [busy] line (lwap.locking). Returns the number of cells run."""
+    process holds are skipped with a [busy] line (lwap.checks.locking). Returns the number of cells run."""
     from lwap.compare.runner import run_once
 
     done = 0

@@ -35,7 +35,7 @@ SECONDARY: tuple[tuple[str, str], ...] = (
 
 
 def load(results: Path, grid: Grid) -> Cells:
-    from lwap.files import read_json_object as read  # frontier cells, not the comparison grid's
+    from lwap.checks.files import read_json_object as read  # frontier cells, not the comparison grid's
 
     cells: Cells = {}
     for path in sorted((results / grid.name / grid.regime).glob("*.json")):
@@ -345,7 +345,7 @@ def frontier_lines(
 
 
 def report_text(results: Path, speed_dir: Path, figure: str | None, grids: tuple[Grid, ...] = GRIDS) -> str:
-    from lwap.files import read_json_object
+    from lwap.checks.files import read_json_object
 
     lines = [
         "# The elastic frontier (issue 51)",
@@ -371,7 +371,7 @@ def draw_figure(results: Path, speed_dir: Path, output: Path, grids: tuple[Grid,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lwap.files import read_json_object, save_figure_atomically
+    from lwap.checks.files import read_json_object, save_figure_atomically
 
     panels = []
     for grid in grids:

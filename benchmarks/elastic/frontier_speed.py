@@ -83,8 +83,8 @@ def measure(
     """Time every pooler of `grid`'s backbone at every depth into `output` (nothing if all are there)."""
     import torch
 
+    from lwap.checks.files import read_json_object, write_json_atomically
     from lwap.compare import settings
-    from lwap.files import read_json_object, write_json_atomically
 
     if output.is_file() and set(read_json_object(output).get("poolers", {})) >= set(POOLERS):
         return output

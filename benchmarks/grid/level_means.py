@@ -33,6 +33,7 @@ from sentence_transformers.sentence_transformer.evaluation import InformationRet
 from sentence_transformers.util import batch_to_device
 
 from benchmarks import REPO
+from lwap.checks.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.compare.grid import backbone_name, backbones
 from lwap.encoding import autocast
 from lwap.eval.beir_data import BeirDataset, load_scifact
@@ -40,7 +41,6 @@ from lwap.eval.geometry import anisotropy, unit_rows
 from lwap.eval.search import search_evaluator_arguments
 from lwap.eval.sts_data import STS_TASKS, StsTask, load_sts_task
 from lwap.eval.sts_scoring import aggregate, scored_subsets
-from lwap.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.model import build_model
 
 GRID = REPO / "benchmarks/results/compare"

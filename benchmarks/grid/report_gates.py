@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.grid.report_prose import BACKBONE_NOTES
+from lwap.checks.files import read_json_object
 from lwap.compare.grid import REGIME_WORDS, backbone_name
-from lwap.files import read_json_object
 
 GATE_DOCS = "docs/COMPARE.md"  # where the gate's rule and the diagnosis plan were pre-registered
 

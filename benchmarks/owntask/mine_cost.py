@@ -88,7 +88,7 @@ def main() -> None:
 
     import torch
 
-    from lwap.files import write_json_atomically
+    from lwap.checks.files import write_json_atomically
 
     with files.pairs.open(newline="", encoding="utf-8") as handle:
         pairs = sum(1 for _ in csv.reader(handle)) - 1

@@ -160,7 +160,7 @@ def _smoke_test_folder(folder: Path) -> None:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    from lwap.files import write_json_atomically
+    from lwap.checks.files import write_json_atomically
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomically(data, path)
@@ -546,7 +546,7 @@ def main() -> None:
     else:
         text = report_text(case)
         target = case.work / "OWN_TASK.md" if args.smoke else DOC
-        from lwap.files import write_text_atomically
+        from lwap.checks.files import write_text_atomically
 
         write_text_atomically(target, text)
         print(f"wrote {target}")

@@ -23,8 +23,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from lwap.checks.files import atomic_path, write_json_atomically, write_text_atomically
 from lwap.eval.beir_data import BeirDataset, load_beir
-from lwap.files import atomic_path, write_json_atomically, write_text_atomically
 from lwap.paths import find_data_dir
 
 DEV_SHARE = 0.2

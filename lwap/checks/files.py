@@ -5,7 +5,7 @@ a folder, empty file, not UTF-8, truncated gzip) give the same DataError message
 (docs/RELIABILITY.md rows 10-15, 21), every output path is checked before any work (`check_output`,
 row 51 and the path matrix), and every output is renamed into place only once complete (rows 44-46).
 Every file is opened one way (`open_regular`: regular files only, no FIFO, device or socket) and read
-within its kind's limit (lwap.limits: whole files by size, data files by the length of a line).
+within its kind's limit (lwap.checks.limits: whole files by size, data files by the length of a line).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from lwap.checks.limits import CSV_FILE, JSON_FILE, LINE, YAML_FILE, Limit
+from lwap.checks.safe_yaml import parse_yaml
 from lwap.errors import DataError, LwapError, OutputWriteError
-from lwap.limits import CSV_FILE, JSON_FILE, LINE, YAML_FILE, Limit
-from lwap.safe_yaml import parse_yaml
 
 # --- writing ------------------------------------------------------------------------------------------
 
@@ -245,7 +245,7 @@ def name_too_long(path: Path) -> str | None:
 # One way to open what lwap reads (`open_regular`): a regular file only, links followed and a loop
 # caught, a named pipe refused before it is opened (opening one blocks until a writer comes), a device
 # (/dev/zero never ends) or socket refused by name. Whole files are read up to their kind's limit
-# (`read_limited`, lwap.limits), data files line by line with a bound on each line (`decoded_lines`).
+# (`read_limited`, lwap.checks.limits), data files line by line with a bound on each line (`decoded_lines`).
 
 UTF8_ERROR = "{label}:{line}: not valid UTF-8 ({reason} at byte {byte} of the line)"
 _SPECIAL_FILES = {
@@ -356,7 +356,7 @@ def decoded_lines(
 ) -> Iterator[tuple[int, str]]:
     """(line number, line with its ending) of a UTF-8 file, `.gz` decompressed on the fly.
 
-    The file is opened with `open_regular` and read line by line with the bound lwap.limits.LINE
+    The file is opened with `open_regular` and read line by line with the bound lwap.checks.limits.LINE
     (`bounded_lines`): one enormous line, gzipped or not, is a DataError naming it once the bound is
     read, never read whole. Lines are split on LF only, never with `str.splitlines`, which would also
     break lines at form feeds and Unicode separators inside sentences; the ending is kept for callers
@@ -459,7 +459,7 @@ def read_json(path: Path, label: str | None = None, *, finite: bool = True) -> A
 
     Every JSON file lwap reads back (cells, summaries, manifests, results, modules.json) comes through
     here: `json.loads` alone names neither the file nor, for half a file, what happened. Read with
-    `read_limited` (lwap.limits.JSON_FILE) and `parse_json` (finite numbers unless `finite=False`:
+    `read_limited` (lwap.checks.limits.JSON_FILE) and `parse_json` (finite numbers unless `finite=False`:
     transformers writes a NaN loss into trainer_state.json as `NaN`).
     """
     path = Path(path)
@@ -479,7 +479,7 @@ def read_json_object(path: Path, label: str | None = None, *, finite: bool = Tru
 
 
 def read_yaml(path: Path, label: str | None = None) -> Any:
-    """The YAML value in `path` (`read_limited`, lwap.limits.YAML_FILE; `parse_yaml`)."""
+    """The YAML value in `path` (`read_limited`, lwap.checks.limits.YAML_FILE; `parse_yaml`)."""
     path = Path(path)
     label = str(path) if label is None else label
     return parse_yaml(_read_text(path, label, YAML_FILE), label)

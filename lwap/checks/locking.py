@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lwap.checks.files import read_limited
+from lwap.checks.limits import JSON_FILE
 from lwap.errors import LwapError, OutputWriteError
-from lwap.files import read_limited
-from lwap.limits import JSON_FILE
 
 
 class LockedError(LwapError):

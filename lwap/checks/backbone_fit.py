@@ -6,14 +6,14 @@ modules built, for minutes) before anything notices, and weights that do not fit
 embedding table with fewer rows) end in a traceback. Here, before the load:
 
 1. the config's sizes alone (vocabulary, hidden width, layers, feed-forward width, positions) give an
-   estimate of the parameters, refused past lwap.limits.MODEL, and refused if even one embedding table
+   estimate of the parameters, refused past lwap.checks.limits.MODEL, and refused if even one embedding table
    or one feed-forward layer, or the whole estimate by a wide margin, could not fit in the weights'
    safetensors headers (read without loading a tensor): the config does not describe these weights;
 2. only then is the model built on the meta device (no memory behind a tensor), and every parameter's
    shape compared with the tensor of that name in the weights.
 
 What comes back (embedding rows, usable positions, hidden width, layers) is what the tokenizer and the
-folder's other modules are checked against (lwap.model_folder).
+folder's other modules are checked against (lwap.checks.model_folder).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import read_json_object
+from lwap.checks.limits import MODEL
 from lwap.errors import DataError, LwapError, ModelLoadError
-from lwap.files import read_json_object
-from lwap.limits import MODEL
 
 # config keys by what they size, in the names transformers' model families use
 SIZE_KEYS: dict[str, tuple[str, ...]] = {
@@ -72,7 +72,7 @@ def _product(shape: tuple[int, ...]) -> int:
 
 
 def read_tensors(files: list[Path]) -> Tensors:
-    """Names and shapes of every tensor in `files` (checked for damage already: lwap.weights_files),
+    """Names and shapes of every tensor in `files` (checked for damage already: lwap.checks.weights_files),
     from the headers alone."""
     from safetensors import safe_open
 

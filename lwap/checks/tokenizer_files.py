@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lwap.checks.files import check_file, decoded_lines, read_json_object, read_limited
+from lwap.checks.limits import TOKENIZER_FILE
 from lwap.errors import DataError, ModelLoadError
-from lwap.files import check_file, decoded_lines, read_json_object, read_limited
-from lwap.limits import TOKENIZER_FILE
 
 # sentence_bert_config.json keys whose mappings transformers receives as keyword arguments
 KWARG_KEYS = (

@@ -5,16 +5,16 @@ An alias bomb (ten anchors, each a list of nine aliases of the one before) is a 
 PyYAML builds in microseconds, as shared lists; but any walk over the value, such as the config check
 printing it in an error message, visits 3.5 billion items and never ends while memory climbs. So the
 document is composed into nodes first, the values its aliases expand to are counted on that graph (each
-node once), and only a document under lwap.limits.YAML_EXPANDED_VALUES is built. Aliases themselves stay
-allowed: a config may share a list.
+node once), and only a document under lwap.checks.limits.YAML_EXPANDED_VALUES is built. Aliases
+themselves stay allowed: a config may share a list.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from lwap.checks.limits import YAML_EXPANDED_VALUES
 from lwap.errors import DataError
-from lwap.limits import YAML_EXPANDED_VALUES
 
 
 class AliasError(DataError):
@@ -23,8 +23,8 @@ class AliasError(DataError):
 
 def parse_yaml(text: str, label: str) -> Any:
     """The YAML value of `text` (safe loader: no Python tags); DataError `LABEL: line L: invalid YAML
-    (...)` otherwise, and for aliases that expand to more than lwap.limits.YAML_EXPANDED_VALUES values
-    (the module docstring says why) or that contain themselves. Used for config files (`lwap.files.
+    (...)` otherwise, and for aliases that expand to more than lwap.checks.limits.YAML_EXPANDED_VALUES values
+    (the module docstring says why) or that contain themselves. Used for config files (`lwap.checks.files.
     read_yaml`) and `--set` values alike.
     """
     import yaml

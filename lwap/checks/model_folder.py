@@ -9,16 +9,16 @@ run's reload) and the training backbone (`lwap train`, `lwap compare`'s cells: `
 - module paths that stay inside the folder (no absolute path, no `..`, no link out of it);
 - weights as safetensors only: a module whose only weights are a pickle (`pytorch_model.bin`, `*.pt`,
   ...) is refused, since loading a pickle can run code; every safetensors file is checked for damage
-  (`lwap.weights_files`);
+  (`lwap.checks.weights_files`);
 - no `auto_map` in a config.json / tokenizer_config.json (the folder's own modelling code, which
   transformers would ask about on an interactive prompt, or run).
 
 - every entry of a module's folder a regular file or a folder (no FIFO, device or socket, no link loop,
-  no link out of the model folder), each file within its kind's limit (lwap.limits: JSON files,
+  no link out of the model folder), each file within its kind's limit (lwap.checks.limits: JSON files,
   tokenizer files, weights);
-- a backbone whose config.json fits its weights, sized before it is built (`lwap.backbone_fit`), a
-  tokenizer of the folder's own files, whole, whose ids fit the embedding table (`lwap.tokenizer_files`),
-  and lwap modules whose configs fit their weights and the backbone.
+- a backbone whose config.json fits its weights, sized before it is built (`lwap.checks.backbone_fit`),
+  a tokenizer of the folder's own files, whole, whose ids fit the embedding table
+  (`lwap.checks.tokenizer_files`), and lwap modules whose configs fit their weights and the backbone.
 
 `trust_remote_code=True` (`model.trust_remote_code: true`, `--trust-remote-code`) lifts the two code
 checks (classes, auto_map) and nothing else: paths and weights are checked all the same. Each refusal is
@@ -30,20 +30,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lwap.backbone_fit import check_backbone
+from lwap.checks.backbone_fit import check_backbone
+from lwap.checks.files import file_status, read_json
+from lwap.checks.limits import JSON_FILE, MODEL, TOKENIZER_FILE, Limit
+from lwap.checks.module_fit import check_module
+from lwap.checks.tokenizer_files import check_tokenizer_ids, check_tokenizer_sources
+from lwap.checks.weights_files import check_weights_files
 from lwap.errors import DataError, LwapError, ModelLoadError
-from lwap.files import file_status, read_json
-from lwap.limits import JSON_FILE, MODEL, TOKENIZER_FILE, Limit
-from lwap.module_fit import check_module
 from lwap.portable import FolderModule, folder_modules, trusted_classes
-from lwap.tokenizer_files import check_tokenizer_ids, check_tokenizer_sources
-from lwap.weights_files import check_weights_files
 
 # weights formats that are a pickle (torch.load), which can run code on load
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 # the files in which transformers looks for `auto_map` (a class from a .py file in the folder)
 CODE_CONFIGS = ("config.json", "tokenizer_config.json", "processor_config.json", "preprocessor_config.json")
-# the tokenizer files transformers reads (within lwap.limits.TOKENIZER_FILE; *.model: sentencepiece)
+# the tokenizer files transformers reads (within lwap.checks.limits.TOKENIZER_FILE; *.model: sentencepiece)
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model")
 
 

@@ -12,8 +12,8 @@ import json
 import os
 from pathlib import Path
 
+from lwap.checks.files import open_regular, read_json
 from lwap.errors import DataError, LwapError, ModelLoadError
-from lwap.files import open_regular, read_json
 
 _MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header's length
 
@@ -30,7 +30,7 @@ def weights_files(folder: Path) -> list[Path]:
     found: list[Path] = []
     for module in dict.fromkeys(modules):
         if Path(module).is_absolute() or ".." in Path(module).parts:
-            continue  # a path out of the folder: lwap.model_folder refuses it, nothing is read there
+            continue  # a path out of the folder: lwap.checks.model_folder refuses it, nothing is read there
         found += sorted(p for p in (folder / module).glob("*.safetensors") if p.is_file())
     return found
 

@@ -4,16 +4,16 @@ A module's config.json sizes it (LWAP's `hidden_size`, the MLP's width): a hidde
 would allocate terabytes in `nn.Linear` before its weights are read, and one that differs from the
 backbone's ends in a shape error at the first encode. So the module is built on the meta device (no
 memory behind its tensors), its parameters' shapes compared with its safetensors file's header, and its
-sizes with the backbone's (`lwap.backbone_fit.BackboneShape`).
+sizes with the backbone's (`lwap.checks.backbone_fit.BackboneShape`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lwap.backbone_fit import BackboneShape, read_tensors
+from lwap.checks.backbone_fit import BackboneShape, read_tensors
+from lwap.checks.files import read_json_object
 from lwap.errors import DataError, ModelLoadError
-from lwap.files import read_json_object
 
 WEIGHTS_FILE = "model.safetensors"  # lwap.module_io's name
 
