@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -147,6 +148,7 @@ def evaluate_model(
     pair_scores: bool = False,
     show_progress_bar: bool = False,
     log: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Evaluate `model` (a SentenceTransformer, a saved folder or a backbone id) and return every figure.
 
@@ -158,9 +160,12 @@ def evaluate_model(
     (`lwap.eval.report.write_outputs`); with `pair_scores` too, pair_scores.npz: each STS test pair's
     cosine (float32, keyed TASK/SUBSET, in the data's order), for a bootstrap over pairs later.
     A folder is loaded by `lwap.load_model` (what it may hold: `lwap.checks.model_folder`);
-    `trust_remote_code` is its opt-in to the folder's own code.
+    `trust_remote_code` is its opt-in to the folder's own code. `warn` gets what the data says about the
+    scores (judgements naming documents missing from a corpus), before any scoring; by default a
+    UserWarning.
     """
     say = log or (lambda message: None)
+    caution = warn or (lambda message: warnings.warn(message, UserWarning, stacklevel=3))
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
     if pair_scores and (output_dir is None or use_mteb):
         raise ConfigError("pair scores are written by lwap's own scorer into the output folder: give an "
@@ -182,6 +187,9 @@ def evaluate_model(
         for name, folder in search_specs
     ]
     pairs_tasks = [load_scored_pairs(path, pairs_columns, name=name) for name, path in pairs_specs]
+    for data in search_sets:  # judgements that point nowhere: said before any score, not only in results.json
+        for note in data.notes:
+            caution(f"{data.name}: {note}")
 
     if isinstance(model, SentenceTransformer):
         label = model_name or "in-memory model"

@@ -175,12 +175,22 @@ def load_beir_files(
             f"{qrels_path}: {len(unknown_queries)} query ids are not in {queries_path.name} "
             f"(first: {unknown_queries[0]!r})"
         )
-    unknown_docs = sum(1 for docs in qrels.values() for d in docs if d not in corpus)
-    if unknown_docs:
-        notes.append(f"{unknown_docs} judgements name documents missing from the corpus (count as misses)")
     judged = {qid: docs for qid, docs in qrels.items() if any(score > 0 for score in docs.values())}
     if not judged:
         raise DataError(f"{qrels_path}: no query has a positive judgement (every relevance score is <= 0)")
+    positive = [d for docs in judged.values() for d, score in docs.items() if score > 0]
+    missing = [d for d in positive if d not in corpus]
+    if len(missing) == len(positive):  # every score would be 0.00: the files do not belong together
+        raise DataError(
+            f"{qrels_path}: none of its {len(positive):,} positive judgements names a document of "
+            f"{corpus_path.name} (first: {missing[0]!r}); are the qrels and the corpus from the same dataset?"
+        )
+    unknown_docs = sum(1 for docs in qrels.values() for d in docs if d not in corpus)
+    if unknown_docs:
+        notes.append(
+            f"{unknown_docs:,} of {sum(len(d) for d in qrels.values()):,} judgements name documents missing "
+            f"from the corpus ({len(missing):,} of {len(positive):,} positive ones; they count as misses)"
+        )
     if len(judged) < len(qrels):
         notes.append(f"{len(qrels) - len(judged)} queries have no positive judgement and are left out")
     queries = {qid: all_queries[qid] for qid in all_queries if qid in judged}

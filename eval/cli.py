@@ -86,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_progress:
             print(f"lwap eval: {message}", file=sys.stderr, flush=True)
 
+    def warn(message: str) -> None:  # not silenced by --no-progress: it is about the scores
+        print(f"lwap eval: warning: {message}", file=sys.stderr, flush=True)
+
     results = evaluate_model(
         args.model,
         args.tasks,
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         pair_scores=args.pair_scores,
         show_progress_bar=not args.no_progress,
         log=log,
+        warn=warn,
     )
     print(format_table(results))
     for path in results.get("files", []):

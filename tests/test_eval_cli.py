@@ -149,6 +149,26 @@ def test_pair_scores_reproduce_each_task_score(tiny_bert, mirror, tmp_path, monk
     assert main(["eval", str(tiny_bert), "--tasks", "stsb", "--pair-scores", "--no-progress"]) == 2
 
 
+def test_judgements_naming_missing_documents_are_warned_on_the_terminal(lwap_folder, tmp_path) -> None:
+    """The count reaches stderr even with --no-progress (it changes what the score means); a folder whose
+    judgements all point nowhere is one line, exit 2, before any model loads."""
+    from eval_mirror import write_beir
+
+    docs = [{"_id": "d1", "title": "", "text": "apple"}, {"_id": "d2", "title": "", "text": "banana"}]
+    queries = [{"_id": "q1", "text": "apple"}, {"_id": "q2", "text": "banana"}]
+    some = write_beir(tmp_path / "some", docs, queries, [("q1", "d1", 1), ("q2", "d7", 1)])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    command = [sys.executable, "-m", "lwap", "eval", str(lwap_folder), "--no-progress", "--tasks"]
+    result = subprocess.run([*command, str(some)], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    warning = "lwap eval: warning: some: 1 of 2 judgements name documents missing from the corpus"
+    assert warning in result.stderr
+    none = write_beir(tmp_path / "none", docs, queries, [("q1", "d8", 1), ("q2", "d9", 1)])
+    result = subprocess.run([*command, str(none)], capture_output=True, text=True, env=env)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "none of its 2 positive judgements names a document of corpus.jsonl.gz" in result.stderr
+
+
 def test_unknown_task_lists_valid_names(lwap_folder, capsys) -> None:
     assert main(["eval", str(lwap_folder), "--tasks", "sts-b", "--no-progress"]) == 2
     error = capsys.readouterr().err

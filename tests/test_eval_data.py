@@ -247,6 +247,20 @@ def test_qrels_problems(tmp_path) -> None:
         load_beir(folder)
 
 
+def test_judgements_that_point_nowhere_are_counted_or_refused(tmp_path) -> None:
+    """Issue 65: some judged documents missing from the corpus are a note with counts (misses); none of
+    the positive ones present would score 0.00 everywhere, so the folder is refused naming the file."""
+    some = write_beir(tmp_path / "some", DOCS, QUERIES, [("q1", "d1", 1), ("q2", "d9", 1), ("q2", "d8", 0)])
+    assert load_beir(some).notes == [
+        "2 of 3 judgements name documents missing from the corpus "
+        "(1 of 2 positive ones; they count as misses)"
+    ]
+    none = write_beir(tmp_path / "none", DOCS, QUERIES, [("q1", "x1", 1), ("q2", "x2", 2), ("q2", "d1", 0)])
+    with pytest.raises(DataError, match=r"test\.tsv: none of its 2 positive judgements names a document of "
+                       r"corpus\.jsonl\.gz \(first: 'x1'\)"):
+        load_beir(none)
+
+
 def test_beir_folder_missing_parts(tmp_path) -> None:
     with pytest.raises(DataError, match="no such folder"):
         load_beir(tmp_path / "nope")
