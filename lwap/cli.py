@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 
-from lwap.errors import LwapError
+from lwap.errors import LwapError, Terminated
 
 SUBCOMMANDS = {
     "encode": "lwap.encode_cli",
@@ -43,14 +45,35 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _quiet_libraries()
+    previous = _end_on_signals_as_on_ctrl_c()
     try:
         return int(args.run(args) or 0)
     except LwapError as error:
         print(f"lwap {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except Terminated as stop:
+        print(f"lwap {args.command}: stopped by {signal.Signals(stop.signum).name}", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print(f"lwap {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _end_on_signals_as_on_ctrl_c() -> dict[int, object]:
+    """SIGTERM and SIGHUP raise `Terminated` in the main thread, so they clean up what Ctrl-C cleans up
+    (Python's default for both is to die on the spot, leaving partial files and caches); the handlers
+    they replace, to restore. `lwap train` installs its own while it trains (a checkpoint first)."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Terminated(signum)
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set them
+        return {}
+    wanted = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    return {signum: signal.signal(signum, stop) for signum in wanted}
 
 
 def _quiet_libraries() -> None:

@@ -43,6 +43,16 @@ class OutputWriteError(LwapError, OSError):
     """An output file could not be written (disk full, file too large, no permission)."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what a scheduler or `kill` sends) or SIGHUP (a closed terminal), raised where the process
+    is, as Ctrl-C's KeyboardInterrupt is: every `finally` and cleanup that Ctrl-C runs (partial files,
+    temporary caches, locks) runs for it too. The CLI exits with 128 + `signum`, as a shell reports it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def unknown_value(key: str, value: object, valid: Sequence[str]) -> ConfigError:
     """The error for a value outside a fixed set of choices: names the key, a close match and all valid."""
     close = difflib.get_close_matches(str(value), valid, n=1)

@@ -190,3 +190,34 @@ def test_the_readmes_example_sentences_encode_with_the_packaged_backbone(tmp_pat
     np.fill_diagonal(similarity, -1.0)
     nearest = similarity.argmax(axis=1)
     assert nearest[:8].tolist() == [1, 0, 3, 2, 5, 4, 7, 6]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("signame", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_signal_mid_encode_cleans_up_like_ctrl_c(saved_lwap, tmp_path, signame, code) -> None:
+    """Issue 65: what a scheduler sends (SIGTERM) or a closed terminal (SIGHUP) ends `lwap encode` as
+    Ctrl-C does: no partial .npy, no spooled standard input left, one line, exit 128 + the signal."""
+    import os
+    import signal
+    import time
+
+    spool, out = tmp_path / "tmp", tmp_path / "out"
+    spool.mkdir()
+    out.mkdir()
+    command = [sys.executable, "-m", "lwap", "encode", str(saved_lwap), "--input", "-"]
+    command += ["--output", str(out / "e.npy"), "--no-progress", "--batch-size", "1"]
+    env = {**os.environ, "TMPDIR": str(spool), "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, text=True
+    )
+    process.stdin.write("a sentence\n" * 20)  # stdin left open: lwap is spooling it when the signal comes
+    process.stdin.flush()
+    deadline = time.monotonic() + 120
+    while not any(spool.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any(spool.iterdir()), "lwap never started spooling standard input"
+    process.send_signal(getattr(signal, signame))
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == code, stderr
+    assert stderr.strip() == f"lwap encode: stopped by {signame}"
+    assert not any(spool.iterdir()) and not any(out.iterdir())
