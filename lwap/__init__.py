@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from lwap.registry import LWAP_MODULES  # imports no torch
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -19,14 +21,14 @@ _EXPORTS = {
     "build_model": "lwap.model",
     "find_lwap": "lwap.model",
     "load_model": "lwap.model",
-    "LayerMean": "lwap.layer_mean",
-    "NormalizeHiddenStates": "lwap.hidden_state_norm",
-    "TrainingOnlyMLP": "lwap.training_only_mlp",
-    "LayerwiseAttentionPooling": "lwap.layerwise_attention",
+    # lwap's pooling modules, as the poolers in lwap.registry name them: {"LayerMean": "lwap.layer_mean", ...}
+    **{path.rpartition(".")[2]: path.rpartition(".")[0] for path in LWAP_MODULES},
 }
 __all__ = sorted(_EXPORTS)
 
-if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on first use
+# for type checkers and IDEs (a test keeps this list equal to __all__); at run time __getattr__ imports on
+# first use
+if TYPE_CHECKING:
     from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone  # noqa: F401
     from lwap.errors import LwapError  # noqa: F401
     from lwap.hidden_state_norm import NormalizeHiddenStates  # noqa: F401

@@ -1,30 +1,34 @@
 """A model at depth k: its backbone's first k layers, its pooler re-configured to read levels 0..k.
 
 Depth k means what a k-layer backbone gives a pooler: hidden states ("levels") 0..k, the last of them the
-token embeddings. Each pooler reads its own levels at depth k:
-- `mean`, `cls`, the native start's own pooling: layer k (the token embeddings);
-- `first_last_avg` [1, L] → [1, k], `last2_avg` [L-1, L] → [k-1, k], `all_levels_avg` [0..L] → [0..k];
-- `lwap`: attention over levels 0..k, its output reading layer k's [CLS]; an explicit `lwap_layers` only
-  if every level it names is ≤ k. Its score scale stays the trained head's, 1/(number of levels at full
-  depth), at every k (`lwap_query_scale` says how and why);
-- `weighted`: levels `weighted_layer_start`..k with their weights, if the start is ≤ k;
-- the pre-LayerNorm backbones' level norm (`NormalizeHiddenStates`) over 1..k-1: a k-layer pre-LN
+token embeddings. `DEPTH_RULES` says, per module class, how a module reads them (every class a pooler of
+lwap.registry places has a rule; a test checks):
+- `Pooling`, `Normalize`, `Dense`, `TrainingOnlyMLP` (the token or sentence embeddings): as they are, so
+  the last-layer poolers and the native start's own pooling read layer k;
+- `LayerMean` (the fixed averages) re-draws its levels: [1, L] → [1, k], [L-1, L] → [k-1, k],
+  [0..L] → [0..k] (`levels_at_depth`);
+- `LayerwiseAttentionPooling`: attention over levels 0..k, its output reading layer k's [CLS]; an
+  explicit `lwap_layers` only if every level it names is ≤ k. Its score scale stays the trained head's,
+  1/(number of levels at full depth), at every k (`lwap_query_scale` says how and why);
+- `WeightedLayerPooling`: levels `weighted_layer_start`..k with their weights, if the start is ≤ k;
+- `NormalizeHiddenStates` (the pre-LayerNorm backbones' level norm) over 1..k-1: a k-layer pre-LN
   backbone puts its final LayerNorm on layer k, as it does on layer L at full depth.
-A pooler that cannot be read at depth k is refused with one line (`check_depth`).
+A module that cannot be read at depth k is refused with one line (`check_depth`). Each rule has two forms:
+a view sharing the module's parameters (training at several depths) and a cut, a module of its own that
+lwap.truncate saves.
 
 Why reading is exact: in an encoder, layers > k do not act on layers ≤ k, so one full-depth forward holds
 every depth's levels; a k-layer model (lwap.truncate) computes the same states, except that a
 pre-LayerNorm backbone applies its final LayerNorm to layer k, which `DepthReader` applies too
 (tests/test_depth.py compares the two). Training at several depths (lwap.train.elastic) therefore costs
 one backbone forward per dropout view, and each view's depth-k states are its own.
-
-Everything here shares the model's parameters (views, not copies): `DepthReader` trains through them.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -46,8 +50,6 @@ from lwap.layer_mean import LayerMean
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.training_only_mlp import TrainingOnlyMLP
 
-# modules that read only the token embeddings or the sentence embedding: the same at every depth
-DEPTH_FREE = (Pooling, Normalize, Dense, TrainingOnlyMLP, LayerNorm, Dropout)
 # pre-LayerNorm backbones (lwap.model.PRE_LAYER_NORM_TYPES): the model's final LayerNorm, by attribute
 FINAL_NORMS = {"roberta-prelayernorm": "LayerNorm"}
 
@@ -119,49 +121,127 @@ def check_depth(model: Any, depth: int) -> None:
         depth_view(module, full, depth)
 
 
+@dataclass(frozen=True)
+class DepthRule:
+    """How modules of one class read a k-layer backbone; both forms raise ConfigError where they cannot.
+
+    `view(module, full, depth)`: the module at `depth` sharing its parameters (what `DepthReader` trains);
+    `cut(module, full, depth)`: a module of its own for a k-layer model (what lwap.truncate saves; it may
+    change the module it is given, which is the truncated model's copy).
+    """
+
+    view: Callable[[nn.Module, int, int], Step]
+    cut: Callable[[nn.Module, int, int], nn.Module]
+
+
+def _as_is(module: nn.Module, full: int, depth: int) -> nn.Module:
+    return module
+
+
+def _levels(module: nn.Module, full: int, depth: int) -> nn.Module:
+    """A module with `layers` and no parameters, reading the levels at `depth` (view and cut alike)."""
+    levels = levels_at_depth(module.layers, full, depth, type(module).__name__)
+    if levels == module.layers:
+        return module
+    view = copy.copy(module)  # no parameters: a shallow copy reading other levels
+    view.layers = levels
+    return view
+
+
+def _mean_levels(module: nn.Module, full: int, depth: int) -> nn.Module:
+    view = _levels(module, full, depth)
+    if not view.layers:  # the level norm may have none left (1..k-1 at k = 1); an average may not
+        raise ConfigError(f"LayerMean {module.layers} reads no level at depth {depth}")
+    return view
+
+
+def _lwap_factor(module: LayerwiseAttentionPooling, full: int, depth: int) -> float:
+    """ConfigError unless LWAP reads at `depth`; else the factor on its queries (`lwap_query_scale`)."""
+    if module.num_hidden_states != full + 1:
+        raise ConfigError(
+            f"the LWAP module reads {module.num_hidden_states} hidden states; the backbone gives {full + 1}"
+        )
+    if module.layers is not None and max(module.layers) > depth:
+        raise ConfigError(
+            f"lwap_layers {module.layers} names levels beyond depth {depth}: this LWAP head cannot be "
+            f"truncated to {depth} layers (leave lwap_layers null to read every level)"
+        )
+    return lwap_query_scale(module, full, depth)
+
+
+def _query(module: LayerwiseAttentionPooling) -> str:
+    return "latent" if module.queries == "latent" else "query.weight"
+
+
+def _lwap_view(module: LayerwiseAttentionPooling, full: int, depth: int) -> Step:
+    factor = _lwap_factor(module, full, depth)
+    if factor == 1.0:
+        return module
+    name = _query(module)
+    parameter = module.get_parameter(name)
+    return lambda features: functional_call(module, {name: parameter * factor}, (features,))
+
+
+def _lwap_cut(module: LayerwiseAttentionPooling, full: int, depth: int) -> nn.Module:
+    factor = _lwap_factor(module, full, depth)
+    with torch.no_grad():
+        module.get_parameter(_query(module)).mul_(factor)
+    module.num_hidden_states = depth + 1
+    return module
+
+
+def _weighted_kept(module: WeightedLayerPooling, full: int, depth: int) -> int:
+    """ConfigError unless the weighted pooler reads at `depth`; else the number of weights it keeps."""
+    if module.layer_start > depth:
+        raise ConfigError(
+            f"weighted_layer_start {module.layer_start} is beyond depth {depth}: the weighted pooler "
+            f"cannot be truncated to {depth} layers"
+        )
+    return depth + 1 - module.layer_start
+
+
+def _weighted_view(module: WeightedLayerPooling, full: int, depth: int) -> Step:
+    kept = _weighted_kept(module, full, depth)
+    if kept == module.layer_weights.numel():
+        return module
+    return lambda features: functional_call(
+        module, {"layer_weights": module.layer_weights[:kept]}, (features,)
+    )
+
+
+def _weighted_cut(module: WeightedLayerPooling, full: int, depth: int) -> nn.Module:
+    kept = _weighted_kept(module, full, depth)
+    weights = nn.Parameter(module.layer_weights.detach()[:kept].clone())
+    return WeightedLayerPooling(module.embedding_dimension, depth, module.layer_start, weights)
+
+
+# one rule per module class (subclasses follow their class); a pooler's new module class needs one here
+AS_IS = DepthRule(_as_is, _as_is)  # reads the token or the sentence embeddings: the same at every depth
+DEPTH_RULES: dict[type, DepthRule] = {
+    **dict.fromkeys((Pooling, Normalize, Dense, TrainingOnlyMLP, LayerNorm, Dropout), AS_IS),
+    LayerMean: DepthRule(_mean_levels, _mean_levels),
+    NormalizeHiddenStates: DepthRule(_levels, _levels),
+    LayerwiseAttentionPooling: DepthRule(_lwap_view, _lwap_cut),
+    WeightedLayerPooling: DepthRule(_weighted_view, _weighted_cut),
+}
+
+
+def depth_rule(module: nn.Module) -> DepthRule:
+    """The rule of `module`'s class (ConfigError for a class lwap has none for)."""
+    rule = next((DEPTH_RULES[c] for c in type(module).__mro__ if c in DEPTH_RULES), None)
+    if rule is None:
+        raise ConfigError(f"depth: lwap does not know how {type(module).__name__} reads a shallower backbone")
+    return rule
+
+
 def depth_view(module: nn.Module, full: int, depth: int) -> Step:
     """`module` as it reads the levels at `depth`, sharing its parameters (ConfigError if it cannot)."""
-    if isinstance(module, DEPTH_FREE):
-        return module
-    if isinstance(module, (LayerMean, NormalizeHiddenStates)):
-        levels = levels_at_depth(module.layers, full, depth, type(module).__name__)
-        if not levels and isinstance(module, LayerMean):
-            raise ConfigError(f"LayerMean {module.layers} reads no level at depth {depth}")
-        if levels == module.layers:
-            return module
-        view = copy.copy(module)  # no parameters: a shallow copy reading other levels
-        view.layers = levels
-        return view
-    if isinstance(module, LayerwiseAttentionPooling):
-        if module.num_hidden_states != full + 1:
-            raise ConfigError(
-                f"the LWAP module reads {module.num_hidden_states} hidden states; the backbone gives "
-                f"{full + 1}"
-            )
-        if module.layers is not None and max(module.layers) > depth:
-            raise ConfigError(
-                f"lwap_layers {module.layers} names levels beyond depth {depth}: this LWAP head cannot be "
-                f"truncated to {depth} layers (leave lwap_layers null to read every level)"
-            )
-        factor = lwap_query_scale(module, full, depth)
-        if factor == 1.0:
-            return module
-        name = "latent" if module.queries == "latent" else "query.weight"
-        parameter = module.get_parameter(name)
-        return lambda features: functional_call(module, {name: parameter * factor}, (features,))
-    if isinstance(module, WeightedLayerPooling):
-        if module.layer_start > depth:
-            raise ConfigError(
-                f"weighted_layer_start {module.layer_start} is beyond depth {depth}: the weighted pooler "
-                f"cannot be truncated to {depth} layers"
-            )
-        kept = depth + 1 - module.layer_start
-        if kept == module.layer_weights.numel():
-            return module
-        return lambda features: functional_call(
-            module, {"layer_weights": module.layer_weights[:kept]}, (features,)
-        )
-    raise ConfigError(f"depth: lwap does not know how {type(module).__name__} reads a shallower backbone")
+    return depth_rule(module).view(module, full, depth)
+
+
+def depth_cut(module: nn.Module, full: int, depth: int) -> nn.Module:
+    """`module` (a copy of the caller's) made to read the levels at `depth` (ConfigError if it cannot)."""
+    return depth_rule(module).cut(module, full, depth)
 
 
 def final_norm(transformer: Transformer) -> nn.Module | None:

@@ -32,20 +32,16 @@ from typing import Any
 from sentence_transformers import SentenceTransformer as BaseSentenceTransformer
 from transformers.dynamic_module_utils import get_relative_import_files
 
+from lwap import registry
 from lwap.checks.files import read_json, read_limited, write_text_atomically
 from lwap.checks.limits import JSON_FILE
 from lwap.errors import DataError, ModelLoadError
-from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layer_mean import LayerMean
 from lwap.layerwise_attention import LayerwiseAttentionPooling
 from lwap.training_only_mlp import TrainingOnlyMLP
 
-MODULE_CLASSES: tuple[type, ...] = (
-    LayerwiseAttentionPooling,
-    LayerMean,
-    TrainingOnlyMLP,
-    NormalizeHiddenStates,
-)
+# lwap's own module classes, as the poolers in lwap.registry name them
+MODULE_CLASSES: tuple[type, ...] = tuple(registry.module_class(path) for path in registry.LWAP_MODULES)
 # how folders saved before the self-contained layout name them: import path, and the old module homes
 IMPORT_PATH_TYPES: dict[str, type] = {
     **{f"{cls.__module__}.{cls.__name__}": cls for cls in MODULE_CLASSES},

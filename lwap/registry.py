@@ -1,16 +1,24 @@
-"""The poolers lwap builds and their options: one table, read by config checking and `lwap.build_model`.
+"""The poolers lwap builds: one entry each, read by config checking, `lwap.build_model` and the rest of lwap.
+
+An entry says what the pooler builds (its builder, the module classes it places), its options, its name
+on the model card, whether it reads every layer or has parameters, and which option fixes a level it reads
+at every depth (what limits how far it can be cut). What other parts of lwap need is derived from it:
+lwap.portable's module classes and the package's exports (`LWAP_MODULES`), the card's names, the depth
+checks of `objective.depths`; lwap.depth holds one rule per module class for reading a k-layer backbone.
+Adding a pooler is one entry here plus its tests (docs/DEVELOPING.md, "Adding a pooler").
 
 Imports no torch, so a typo in a config is reported before torch loads; each builder imports its modules
-when called. Adding a pooler or an option is one entry here, plus its tests (and the option's key in each
-file of configs/, which shows every key; a test keeps it so). An option is a `model.<name>` key of a
-training config and a keyword of `build_model`; names are unique across poolers, so each means one thing.
+when called, and the module classes are named by import path. An option is a `model.<name>` key of a
+training config and a keyword of `build_model` (and its key in each file of configs/, which shows every
+key; a test keeps it so); names are unique across poolers, so each means one thing.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lwap.errors import ConfigError, unknown_value
@@ -60,6 +68,10 @@ class Option:
                 raise ConfigError(f"{key} must {what} at least {self.minimum}, got {value!r}")
 
 
+def _no_fixed_level(options: Mapping[str, Any]) -> tuple[str, int] | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Pooler:
     """A pooling head: `build(backbone, **options)` gives the modules placed after the Transformer."""
@@ -69,11 +81,37 @@ class Pooler:
     hidden_states: bool  # needs every layer's hidden states (the backbone is loaded to return them)
     build: Callable[..., list[Any]]
     options: tuple[Option, ...] = ()
+    # every module class `build` may place, by import path (`LEVEL_NORM` comes with `hidden_states`): lwap's
+    # own are copied into saved folders and exported by the package; each has a rule in lwap.depth
+    modules: tuple[str, ...] = field(kw_only=True)
+    card_name: str = field(kw_only=True)  # the model card's title: "<backbone> + <card_name>, <objective>"
+    parameters: bool = field(kw_only=True)  # its modules learn (the head's learning rate and warm-up apply)
+    # the option fixing a level read at every depth, and the deepest such level (None: any depth reads):
+    # the pooler cannot be cut to fewer layers; lwap.depth refuses the built modules alike
+    fixed_level: Callable[[Mapping[str, Any]], tuple[str, int] | None] = _no_fixed_level
+
+    def own(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """This pooler's `options` (others ignored, missing ones at their defaults)."""
+        return {o.name: copy.deepcopy(options.get(o.name, o.default)) for o in self.options}
 
     def head(self, backbone: Backbone, options: Mapping[str, Any]) -> list[Any]:
         """The modules with this pooler's `options` (others ignored, missing ones at their defaults)."""
-        own = {o.name: copy.deepcopy(options.get(o.name, o.default)) for o in self.options}
-        return self.build(backbone, **own)
+        return self.build(backbone, **self.own(options))
+
+    def placed(self) -> tuple[str, ...]:
+        """Every module class a model with this pooler may hold after its Transformer (import paths)."""
+        return (LEVEL_NORM, *self.modules) if self.hidden_states else self.modules
+
+    def deepest_fixed_level(self, options: Mapping[str, Any]) -> tuple[str, int] | None:
+        """(option, level): the deepest level `options` make this pooler read at every depth, or None."""
+        return self.fixed_level(self.own(options))
+
+
+ST_MODULES = "sentence_transformers.sentence_transformer.modules"
+POOLING = f"{ST_MODULES}.Pooling"
+# placed by lwap.model before every pooler with `hidden_states`, on a pre-LayerNorm backbone
+LEVEL_NORM = "lwap.hidden_state_norm.NormalizeHiddenStates"
+LAYER_MEAN = "lwap.layer_mean.LayerMean"
 
 
 def _lwap(
@@ -162,6 +200,15 @@ def _all_levels_avg(backbone: Backbone) -> list[Any]:
     return _mean_of_layers(backbone, list(range(backbone.num_layers + 1)))  # the embedding output too
 
 
+def _lwap_fixed_level(options: Mapping[str, Any]) -> tuple[str, int] | None:
+    layers = options["lwap_layers"]
+    return ("lwap_layers", max(layers)) if layers else None  # null: levels 0..k at every depth
+
+
+def _weighted_fixed_level(options: Mapping[str, Any]) -> tuple[str, int]:
+    return "weighted_layer_start", options["weighted_layer_start"]
+
+
 POOLERS: dict[str, Pooler] = {
     pooler.name: pooler
     for pooler in (
@@ -232,6 +279,16 @@ POOLERS: dict[str, Pooler] = {
                     choices=LWAP_LEVEL_NORMS,
                 ),
             ),
+            # the native start places the backbone's own pooling (lwap.native_pooling) before the head
+            modules=(
+                "lwap.layerwise_attention.LayerwiseAttentionPooling",
+                POOLING,
+                f"{ST_MODULES}.Normalize",
+                f"{ST_MODULES}.Dense",
+            ),
+            card_name="layer-wise attention pooling (LWAP)",
+            parameters=True,
+            fixed_level=_lwap_fixed_level,
         ),
         Pooler(
             "weighted",
@@ -239,6 +296,10 @@ POOLERS: dict[str, Pooler] = {
             True,
             _weighted,
             (Option("weighted_layer_start", int, 4, "first layer of the weighted pooler", minimum=0),),
+            modules=(f"{ST_MODULES}.WeightedLayerPooling", POOLING),
+            card_name="weighted layer pooling",
+            parameters=True,
+            fixed_level=_weighted_fixed_level,
         ),
         Pooler(
             "cls",
@@ -254,25 +315,60 @@ POOLERS: dict[str, Pooler] = {
                     "SimCSE's --mlp_only_train",
                 ),
             ),
+            modules=(POOLING, "lwap.training_only_mlp.TrainingOnlyMLP"),
+            card_name="[CLS] pooling (SimCSE's MLP in training only)",
+            parameters=True,
         ),
-        Pooler("mean", "masked mean of the last layer", False, _mean),
+        Pooler(
+            "mean",
+            "masked mean of the last layer",
+            False,
+            _mean,
+            modules=(POOLING,),
+            card_name="mean pooling",
+            parameters=False,
+        ),
         Pooler(
             "first_last_avg",
             "masked mean of (first transformer layer + last layer) / 2",
             True,
             _first_last_avg,
+            modules=(LAYER_MEAN, POOLING),
+            card_name="first-last layer average pooling",
+            parameters=False,
         ),
-        Pooler("last2_avg", "masked mean of the last two layers", True, _last2_avg),
+        Pooler(
+            "last2_avg",
+            "masked mean of the last two layers",
+            True,
+            _last2_avg,
+            modules=(LAYER_MEAN, POOLING),
+            card_name="last-two-layers average pooling",
+            parameters=False,
+        ),
         Pooler(
             "all_levels_avg",
             "masked mean of every hidden state, embedding output included, equal weights (LWAP's levels)",
             True,
             _all_levels_avg,
+            modules=(LAYER_MEAN, POOLING),
+            card_name="all-levels average pooling (embedding output and every layer)",
+            parameters=False,
         ),
     )
 }
 POOLINGS = tuple(POOLERS)
 OPTIONS: dict[str, Option] = {o.name: o for pooler in POOLERS.values() for o in pooler.options}
+# every module class a pooler may place, and lwap's own among them: the classes whose code travels in saved
+# folders (lwap.portable) and that the package exports
+MODULES = tuple(dict.fromkeys(path for pooler in POOLERS.values() for path in pooler.placed()))
+LWAP_MODULES = tuple(path for path in MODULES if path.startswith("lwap."))
+
+
+def module_class(path: str) -> type:
+    """The class an import path of `MODULES` names (importing its module: torch, for most)."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
 
 
 def check(pooling: str, options: Mapping[str, Any], key_prefix: str = "") -> Pooler:

@@ -2,10 +2,11 @@
 
 `truncate_model(model, k)` returns a new SentenceTransformer whose backbone really has k layers (config
 `num_hidden_layers = k`, the weights of layers k+1..L gone: encoding costs about k/L of the full model's
-backbone) and whose pooling modules read levels 0..k as lwap.depth describes; it computes what
-`lwap.depth.DepthReader` reads from a full-depth forward (tests/test_depth.py). `save_truncated` writes it
-as an ordinary model folder: plain sentence-transformers loads it (`trust_remote_code=True` for lwap's
-modules, as any lwap folder), and so does a later lwap, with no record of the cut needed.
+backbone) and whose pooling modules read levels 0..k, each cut by its class's rule in lwap.depth; it
+computes what `lwap.depth.DepthReader` reads from a full-depth forward (tests/test_depth.py).
+`save_truncated` writes it as an ordinary model folder: plain sentence-transformers loads it
+(`trust_remote_code=True` for lwap's modules, as any lwap folder), and so does a later lwap, with no
+record of the cut needed.
 """
 
 from __future__ import annotations
@@ -14,15 +15,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import torch
-from sentence_transformers.sentence_transformer.modules import WeightedLayerPooling
 from torch import nn
 
-from lwap.depth import backbone_of, check_depth, depth_view, levels_at_depth, lwap_query_scale, num_layers
+from lwap.depth import backbone_of, check_depth, depth_cut, num_layers
 from lwap.errors import ConfigError
-from lwap.hidden_state_norm import NormalizeHiddenStates
-from lwap.layer_mean import LayerMean
-from lwap.layerwise_attention import LayerwiseAttentionPooling
 
 
 def layer_list(backbone: nn.Module) -> tuple[nn.Module, str, nn.ModuleList]:
@@ -44,24 +40,6 @@ def layer_list(backbone: nn.Module) -> tuple[nn.Module, str, nn.ModuleList]:
     return backbone.get_submodule(parent_name) if parent_name else backbone, attribute, layers
 
 
-def _cut(module: nn.Module, full: int, depth: int) -> nn.Module:
-    """A module of its own that reads the levels at `depth` as `lwap.depth.depth_view` does (a copy)."""
-    depth_view(module, full, depth)  # ConfigError where it cannot
-    module = copy.deepcopy(module)
-    if isinstance(module, (LayerMean, NormalizeHiddenStates)):
-        module.layers = levels_at_depth(module.layers, full, depth, type(module).__name__)
-    elif isinstance(module, LayerwiseAttentionPooling):
-        factor = lwap_query_scale(module, full, depth)
-        with torch.no_grad():
-            (module.latent if module.queries == "latent" else module.query.weight).mul_(factor)
-        module.num_hidden_states = depth + 1
-    elif isinstance(module, WeightedLayerPooling):
-        kept = depth + 1 - module.layer_start
-        weights = nn.Parameter(module.layer_weights.detach()[:kept].clone())
-        module = WeightedLayerPooling(module.embedding_dimension, depth, module.layer_start, weights)
-    return module
-
-
 def truncate_model(model: Any, depth: int) -> Any:
     """A copy of `model` with its backbone's first `depth` layers and its pooler re-configured for them
     (ConfigError, one line, for a depth outside 1..L or a pooler that cannot be read there)."""
@@ -74,8 +52,8 @@ def truncate_model(model: Any, depth: int) -> Any:
     parent, attribute, layers = layer_list(backbone)
     setattr(parent, attribute, nn.ModuleList(list(layers)[:depth]))
     backbone.config.num_hidden_layers = depth
-    for name, module in list(truncated.named_children())[1:]:
-        truncated._modules[name] = _cut(module, full, depth)
+    for name, module in list(truncated.named_children())[1:]:  # the copy's own modules: cut in place
+        truncated._modules[name] = depth_cut(module, full, depth)
     return truncated
 
 

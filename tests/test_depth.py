@@ -13,9 +13,9 @@ import torch
 from conftest import SENTENCES
 from safetensors import safe_open
 
-from lwap import build_model, load_model
+from lwap import build_model, load_model, registry
 from lwap.cli import main
-from lwap.depth import DepthReader, check_depth
+from lwap.depth import DEPTH_RULES, DepthReader, check_depth
 from lwap.errors import ConfigError
 from lwap.truncate import save_truncated, truncate_model
 
@@ -168,6 +168,29 @@ def test_poolers_that_cannot_be_read_at_depth_k_are_refused(
         check_depth(model, depth)
     assert "\n" not in str(error.value)
     check_depth(model, 4)  # the full depth always reads
+
+
+def test_every_module_class_a_pooler_places_has_a_depth_rule() -> None:
+    for path in registry.MODULES:
+        assert any(cls in DEPTH_RULES for cls in registry.module_class(path).__mro__), path
+
+
+@pytest.mark.parametrize(
+    ("pooling", "options"),
+    [(name, {}) for name in registry.POOLINGS]
+    + [("lwap", {"lwap_layers": [0, 2, 3]}), ("weighted", {"weighted_layer_start": 2})],
+)
+def test_the_registrys_fixed_level_is_the_least_depth_the_built_pooler_reads(
+    bert4: Path, pooling: str, options: dict
+) -> None:
+    """`objective.depths` is checked from the registry before torch loads; lwap.depth checks the modules."""
+    fixed = registry.POOLERS[pooling].deepest_fixed_level(options)
+    least = 1 if fixed is None else max(fixed[1], 1)
+    model = build_model(str(bert4), pooling, **options)
+    check_depth(model, least)
+    if least > 1:
+        with pytest.raises(ConfigError):
+            check_depth(model, least - 1)
 
 
 def test_explicit_lwap_layers_within_the_depth_are_kept(bert4: Path) -> None:

@@ -305,22 +305,32 @@ def test_matryoshka_refuses_a_head_dropped_at_inference(tmp_path: Path, tiny_ber
 @pytest.mark.parametrize(
     ("model_keys", "message"),
     [
-        ({"lwap_layers": [0, 3, 5]}, "model.lwap_layers [0, 3, 5] names levels beyond depth 2"),
+        (
+            {"lwap_layers": [0, 3, 5]},
+            "model.lwap_layers [0, 3, 5] reads level 5, beyond depth 2 (objective.depths): the lwap pooler",
+        ),
         (
             {"pooling": "weighted", "weighted_layer_start": 3},
-            "model.weighted_layer_start 3 is beyond depth 2",
+            "model.weighted_layer_start 3 reads level 3, beyond depth 2 (objective.depths): the weighted",
         ),
+        ({"lwap_layers": [0, 1, 2]}, None),  # within the shallowest depth
+        ({"pooling": "weighted", "weighted_layer_start": 2}, None),
     ],
 )
 def test_poolers_that_cannot_truncate_are_refused(
-    tmp_path: Path, tiny_bert: Path, model_keys: dict, message: str
+    tmp_path: Path, tiny_bert: Path, model_keys: dict, message: str | None
 ) -> None:
+    """The registry's fixed levels (lwap.registry.Pooler.fixed_level) against the shallowest depth."""
     from lwap.errors import ConfigError
     from lwap.train import load_config
 
     path = write_config(tmp_path, tiny_bert, depths=[2, 5])
+    overrides = [f"model.{key}={value}" for key, value in model_keys.items()]
+    if message is None:
+        load_config(path, overrides)
+        return
     with pytest.raises(ConfigError) as error:
-        load_config(path, [f"model.{key}={value}" for key, value in model_keys.items()])
+        load_config(path, overrides)
     assert message in str(error.value) and "\n" not in str(error.value)
 
 

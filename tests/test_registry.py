@@ -186,3 +186,43 @@ def test_readme_pooler_table_lists_every_registered_pooler() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     for name in registry.POOLINGS:
         assert f"| `{name}` |" in readme
+
+
+ENTRY_CASES = [(name, {}) for name in registry.POOLINGS] + [
+    ("lwap", {"lwap_start": "native", "native_pooling": "mean", "lwap_level_norm": "all"}),
+    ("cls", {"mlp_at_inference": True}),
+]
+
+
+@pytest.mark.parametrize(("pooling", "options"), ENTRY_CASES)
+def test_an_entry_names_the_modules_it_builds_and_whether_they_learn(
+    tiny_bert: Path, pooling: str, options: dict
+) -> None:
+    """What the rest of lwap reads from an entry (portable's classes, the exports, the depth rules, the head's
+    learning rate) is what `build_model` places."""
+    pooler = registry.POOLERS[pooling]
+    head = list(build_model(str(tiny_bert), pooling, **options))[1:]
+    placed = {registry.module_class(path) for path in pooler.placed()}
+    assert {type(module) for module in head} <= placed
+    assert any(any(True for _ in module.parameters()) for module in head) == pooler.parameters
+
+
+def test_every_pooler_has_a_name_of_its_own_on_the_card() -> None:
+    names = [pooler.card_name for pooler in registry.POOLERS.values()]
+    assert all(names) and len(set(names)) == len(names)
+
+
+def test_the_package_exports_lwaps_module_classes_and_type_checkers_see_every_export() -> None:
+    import ast
+
+    import lwap
+
+    for path in registry.LWAP_MODULES:
+        cls = registry.module_class(path)
+        assert getattr(lwap, cls.__name__) is cls and issubclass(cls, SafetensorsModule)
+    tree = ast.parse((REPO / "lwap" / "__init__.py").read_text(encoding="utf-8"))
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"
+    )
+    typed = {alias.name for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert typed == set(lwap.__all__)

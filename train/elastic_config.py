@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lwap import registry
 from lwap.errors import ConfigError
 
 
@@ -69,15 +70,13 @@ def check_objective(objective: Any, model: Any, source: str) -> None:
     if depths is None:
         return
     shallowest = min(depths)
-    if model.pooling == "lwap" and model.lwap_layers is not None and max(model.lwap_layers) > shallowest:
+    fixed = registry.POOLERS[model.pooling].deepest_fixed_level(model.pooler_options())
+    if fixed is not None and fixed[1] > shallowest:
+        key, level = fixed
         raise ConfigError(
-            f"{source}: model.lwap_layers {model.lwap_layers} names levels beyond depth {shallowest} "
-            "(objective.depths): that LWAP head cannot be truncated; leave lwap_layers null"
-        )
-    if model.pooling == "weighted" and model.weighted_layer_start > shallowest:
-        raise ConfigError(
-            f"{source}: model.weighted_layer_start {model.weighted_layer_start} is beyond depth {shallowest} "
-            "(objective.depths): the weighted pooler cannot be truncated there"
+            f"{source}: model.{key} {getattr(model, key)} reads level {level}, beyond depth {shallowest} "
+            f"(objective.depths): the {model.pooling} pooler cannot be truncated there; change model.{key} "
+            "or the depths"
         )
 
 

@@ -12,16 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lwap import registry
 from lwap.train.config import TrainConfig
 
-POOLING_NAMES = {
-    "lwap": "layer-wise attention pooling (LWAP)",
-    "weighted": "weighted layer pooling",
-    "cls": "[CLS] pooling (SimCSE's MLP in training only)",
-    "mean": "mean pooling",
-    "first_last_avg": "first-last layer average pooling",
-    "last2_avg": "last-two-layers average pooling",
-}
 OBJECTIVE_NAMES = {"unsup_simcse": "unsupervised SimCSE", "sup_simcse": "supervised SimCSE"}
 
 
@@ -53,7 +46,7 @@ def describe_run(trainer: Any, config: TrainConfig) -> None:
     """Name the base model, pooling and objective in the card, and report the kept checkpoint's STS-B dev."""
     model = trainer.model
     card = model.model_card_data
-    pooling = POOLING_NAMES.get(config.model.pooling, f"{config.model.pooling} pooling")
+    pooling = registry.POOLERS[config.model.pooling].card_name
     objective = OBJECTIVE_NAMES.get(config.objective.name, config.objective.name)
     card.model_name = f"{config.model.backbone} + {pooling}, {objective}"
     card.base_model = _hub_id(config.model.backbone)
@@ -140,7 +133,7 @@ def card_text(
     """The card as Markdown with YAML front matter (what the Hugging Face hub reads, with the
     `model-index` of its scores: lwap.train.model_index)."""
     m = config.model
-    pooling = POOLING_NAMES.get(m.pooling, f"{m.pooling} pooling")
+    pooling = registry.POOLERS[m.pooling].card_name
     objective = OBJECTIVE_NAMES.get(config.objective.name, config.objective.name)
     license_name, language = _backbone_card_fields(m.backbone)
     front: dict[str, Any] = {
