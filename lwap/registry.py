@@ -180,6 +180,12 @@ def _mean(backbone: Backbone) -> list[Any]:
     return [Pooling(backbone.hidden_size, "mean")]
 
 
+def _max(backbone: Backbone) -> list[Any]:
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    return [Pooling(backbone.hidden_size, "max")]
+
+
 def _mean_of_layers(backbone: Backbone, layers: list[int]) -> list[Any]:
     from sentence_transformers.sentence_transformer.modules import Pooling
 
@@ -326,6 +332,15 @@ POOLERS: dict[str, Pooler] = {
             _mean,
             modules=(POOLING,),
             card_name="mean pooling",
+            parameters=False,
+        ),
+        Pooler(
+            "max",
+            "per dimension, the largest value over the last layer's tokens (sentence-transformers' max)",
+            False,
+            _max,
+            modules=(POOLING,),
+            card_name="max pooling",
             parameters=False,
         ),
         Pooler(

@@ -43,6 +43,7 @@ POOLERS = {
     "lwap-levelnorm": {"lwap_level_norm": "all"},
     "lwap-sqrt": {"score_scale": "sqrt_hidden"},
     "mean": {},
+    "max": {},
     "cls": {},
     "first_last_avg": {},
     "last2_avg": {},

@@ -196,6 +196,16 @@ def test_all_levels_avg_is_the_equal_weight_mean_of_every_level_lwap_reads() -> 
     torch.testing.assert_close(out["sentence_embedding"], torch.stack(per_level).mean(0))
 
 
+def test_max_is_the_largest_value_of_each_dimension_over_the_real_tokens() -> None:
+    (pooling,) = build_head("max", Backbone(hidden_size=8, num_layers=4))
+    layers, mask = hand_made_features(num_states=5)
+    tokens = layers[-1].clone()
+    tokens[mask == 0] = 1e6  # padding never wins
+    out = pooling({"token_embeddings": tokens, "attention_mask": mask})["sentence_embedding"]
+    for b in range(len(mask)):
+        torch.testing.assert_close(out[b], tokens[b, mask[b].bool()].max(dim=0).values)
+
+
 @pytest.mark.parametrize("lwap_layers", [None, [0, 2, 4]])
 def test_level_norm_all_layer_norms_every_level_lwap_reads(lwap_layers) -> None:
     from lwap.hidden_state_norm import NormalizeHiddenStates
@@ -262,7 +272,7 @@ def test_cls_mlp_is_used_in_training_only(tiny_bert) -> None:
 
 
 def test_unknown_pooling_lists_valid_ones(tiny_bert) -> None:
-    with pytest.raises(ConfigError, match="pooling: unknown value 'max'; valid: lwap, weighted, cls"):
-        build_model(str(tiny_bert), "max")
+    with pytest.raises(ConfigError, match="pooling: unknown value 'sum'; valid: lwap, weighted, cls"):
+        build_model(str(tiny_bert), "sum")
     with pytest.raises(ConfigError, match="weighted_layer_start"):
         build_model(str(tiny_bert), "weighted", weighted_layer_start=9)

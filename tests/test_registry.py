@@ -44,6 +44,7 @@ def test_option_names_are_unique_across_poolers() -> None:
         "weighted",
         "cls",
         "mean",
+        "max",
         "first_last_avg",
         "last2_avg",
         "all_levels_avg",
@@ -88,8 +89,8 @@ def test_build_model_checks_pooling_and_options_before_loading_the_backbone(tmp_
         build_model(missing, "lwap", score_scale="bogus")
     with pytest.raises(ConfigError, match="unknown pooler option 'lwap_layer'"):
         build_model(missing, "lwap", lwap_layer=[1])
-    with pytest.raises(ConfigError, match="pooling: unknown value 'max'"):
-        build_model(missing, "max")
+    with pytest.raises(ConfigError, match="pooling: unknown value 'maxx'"):
+        build_model(missing, "maxx")
 
 
 def test_backbone_dependent_checks_name_the_option() -> None:
@@ -226,3 +227,44 @@ def test_the_package_exports_lwaps_module_classes_and_type_checkers_see_every_ex
     )
     typed = {alias.name for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
     assert typed == set(lwap.__all__)
+
+
+def test_max_pooler_trains_saves_loads_without_lwap_is_cut_to_k_layers_and_carded(
+    tiny_bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A pooler added as one registry entry (`max`) goes everywhere the others go: `lwap train` (here with
+    depth-elastic training), a folder plain sentence-transformers loads, `lwap truncate` and
+    `lwap encode --layers`, the card."""
+    from sentence_transformers import SentenceTransformer
+    from test_train_run import tiny_config
+
+    from lwap.cli import main
+    from lwap.truncate import truncate_model
+
+    path = tiny_config(
+        tmp_path, tiny_bert, model={"pooling": "max"}, training={"max_steps": 2}, objective={"depths": [2, 5]}
+    )
+    assert main(["train", str(path)]) == 0
+    folder = tmp_path / "run" / "model"
+    types = [entry["type"] for entry in json.loads((folder / "modules.json").read_text(encoding="utf-8"))]
+    assert all(t.startswith("sentence_transformers.") for t in types) and not list(folder.glob("*.py"))
+    plain = SentenceTransformer(str(folder))  # no lwap module, so no trust_remote_code
+    assert plain[1].pooling_mode == "max"
+    model = load_model(folder)
+    np.testing.assert_allclose(plain.encode(SENTENCES), model.encode(SENTENCES), atol=1e-6)
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"# {tiny_bert} + max pooling, unsupervised SimCSE" in card and "max-pooling" in card
+    assert "--layers 2" in card  # the elastic section: trained at depth 2
+
+    expected = truncate_model(model, 2).encode(SENTENCES)
+    assert main(["truncate", str(folder), str(tmp_path / "small"), "--layers", "2"]) == 0
+    small = SentenceTransformer(str(tmp_path / "small"))
+    assert small[0].auto_model.config.num_hidden_layers == 2
+    np.testing.assert_allclose(small.encode(SENTENCES), expected, atol=1e-6)
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    out = tmp_path / "out.npy"
+    command = ["encode", str(folder), "--input", str(tmp_path / "in.txt"), "--output", str(out)]
+    assert main([*command, "--layers", "2", "--no-progress"]) == 0
+    np.testing.assert_allclose(np.load(out), expected, atol=1e-5)
+    assert (np.abs(expected - model.encode(SENTENCES)).max()) > 1e-3  # depth 2 is another vector
+    capsys.readouterr()
