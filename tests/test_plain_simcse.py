@@ -89,6 +89,46 @@ def test_dropout_sets_both_rates_in_training_and_the_saved_config_keeps_the_back
     assert model.config.hidden_dropout_prob != 0.03  # without --dropout: the backbone's own
 
 
+def test_clip_scales_the_gradients_to_the_norm_and_without_it_nothing_changes() -> None:
+    layer = torch.nn.Linear(2, 2)
+    params = list(layer.parameters())
+    for param in params:
+        param.grad = torch.full_like(param, 2.0)  # 6 entries of 2: norm sqrt(24)
+    before = [p.grad.clone() for p in params]
+    assert script.clip_gradients(params, None) == pytest.approx(math.sqrt(24), rel=1e-6)
+    assert all(torch.equal(p.grad, b) for p, b in zip(params, before, strict=True))
+    assert script.clip_gradients(params, 100.0) == pytest.approx(math.sqrt(24), rel=1e-6)
+    assert all(torch.equal(p.grad, b) for p, b in zip(params, before, strict=True))  # under the norm
+    assert script.clip_gradients(params, 1.0) == pytest.approx(math.sqrt(24), rel=1e-6)  # the norm before
+    assert float(torch.nn.utils.get_total_norm([p.grad for p in params])) == pytest.approx(1.0, rel=1e-5)
+    assert all(
+        torch.allclose(p.grad, b / math.sqrt(24), rtol=1e-5) for p, b in zip(params, before, strict=True)
+    )
+
+
+def test_clip_changes_the_training_and_the_record_says_so(
+    tmp_path: Path, backbone: Path, files: tuple[Path, Path]
+) -> None:
+    """The same seed with and without --clip: the first step's gradient is the same (the clip only
+    scales it), the weights then part; the record keeps the clip and each step's norm before it."""
+    from safetensors.torch import load_file
+
+    records, weights = {}, {}
+    for label, extra in (("plain", []), ("clipped", ["--clip", "0.001"])):
+        out = tmp_path / label
+        argv = [*options(backbone, *files, out, "--pooling", "mean"), "--max-examples", "32", *extra]
+        assert script.main(argv) == 0
+        records[label] = json.loads((out / "plain_simcse.json").read_text(encoding="utf-8"))
+        weights[label] = load_file(out / "model.safetensors")
+    plain, clipped = records["plain"], records["clipped"]
+    assert (plain["clip"], plain["args"]["clip"], plain["steps_clipped"]) == (None, None, 0)
+    assert (clipped["clip"], clipped["args"]["clip"], clipped["steps_clipped"]) == (0.001, 0.001, 2)
+    assert len(plain["grad_norm_by_step"]) == len(clipped["grad_norm_by_step"]) == plain["steps"] == 2
+    assert clipped["grad_norm_by_step"][0] == pytest.approx(plain["grad_norm_by_step"][0], rel=1e-4)
+    assert min(clipped["grad_norm_by_step"]) > 0.001
+    assert any(not torch.equal(weights["plain"][k], weights["clipped"][k]) for k in weights["plain"])
+
+
 def test_info_nce_is_log_batch_when_nothing_differs_and_near_zero_when_pairs_separate() -> None:
     info_nce = script.info_nce
     same = torch.ones(8, 4)
@@ -124,6 +164,7 @@ def test_a_missing_backbone_folder_is_one_line_and_exit_2(tmp_path: Path, files:
         ({"--train": "missing.txt.gz"}, "--train: no such file"),
         ({"--max-examples": "8"}, "smaller than --batch"),
         ({"--dropout": "1.0"}, "--dropout must be in [0, 1)"),
+        ({"--clip": "0"}, "--clip must be > 0"),
     ],
 )
 def test_other_mistakes_are_one_line_and_exit_2(
@@ -135,6 +176,7 @@ def test_other_mistakes_are_one_line_and_exit_2(
     message: str,
 ) -> None:
     argv = [*options(backbone, *files, tmp_path / "out"), "--pooling", "mean", "--dropout", "0.1"]
+    argv += ["--clip", "1.0"]
     for flag, value in change.items():
         argv[argv.index(flag) + 1] = str(tmp_path / value) if flag == "--train" else value
     assert script.main(argv) == 2

@@ -14,6 +14,10 @@ The STS-B dev split is the one lwap's trainer selects on, SentEval's tokenized c
 `$LWAP_DATA_DIR/stsb/senteval-tokenized/sts-dev.csv` (tab-separated, no header: genre, file, year, id,
 score, sentence1, sentence2[, license fields]); `--stsb-dev` reads another file of that layout (e.g.
 `stsb/stsbenchmark-original/sts-dev.csv`).
+
+`--clip NORM` clips the gradients' total norm as Hugging Face's trainer (and so lwap's) does by default
+(issue 66's control, docs/COMPARE.md: P+clip); without it nothing is clipped, the loop as first committed.
+Either way plain_simcse.json records each step's norm before clipping.
 """
 
 from __future__ import annotations
@@ -88,6 +92,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--eval-steps", type=int, default=50, help="STS-B dev every N steps; 0: keep the last")
+    p.add_argument("--clip", type=float, default=None, metavar="NORM", help="clip the gradient's total norm "
+                   "to NORM, as Hugging Face's trainer does (max_grad_norm, 1.0 there); default: no "
+                   "clipping, the loop as the gate's control ran")  # fmt: skip
     p.add_argument("--out", required=True, help="the sentence-transformers folder to write")
     p.add_argument("--overwrite", action="store_true", help="write into a non-empty --out")
     return p.parse_args(argv)
@@ -118,6 +125,8 @@ def check_args(a: argparse.Namespace) -> None:
         raise UsageError(f"--max-examples ({a.max_examples}) is smaller than --batch ({a.batch}): no step")
     if a.eval_steps < 0 or a.temperature <= 0 or a.lr <= 0:
         raise UsageError("--eval-steps must be >= 0, --temperature and --lr > 0")
+    if a.clip is not None and not a.clip > 0:
+        raise UsageError(f"--clip must be > 0, not {a.clip}")
     if a.dropout is not None and not 0 <= a.dropout < 1:
         raise UsageError(f"--dropout must be in [0, 1), not {a.dropout}")
     out = Path(a.out)
@@ -264,6 +273,15 @@ def batches(count: int, batch: int, epochs: int, seed: int) -> Iterator[list[int
             yield order[start : start + batch]
 
 
+def clip_gradients(params: list[nn.Parameter], clip: float | None) -> float:
+    """The gradients' total L2 norm before clipping, recorded every step (what Hugging Face logs as
+    grad_norm); with `clip`, gradients over it scaled down to it by `clip_grad_norm_`, as that trainer
+    calls it (on every parameter it optimises, the MLP included). Without `clip` nothing changes."""
+    if clip is None:
+        return float(torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None]))
+    return float(torch.nn.utils.clip_grad_norm_(params, clip))
+
+
 def train(a: argparse.Namespace, enc: Encoder, sentences: list[str], dev: DevSet) -> dict[str, Any]:
     steps = a.epochs * (len(sentences) // a.batch)
     params = list(enc.model.parameters()) + (list(enc.mlp.parameters()) if enc.mlp is not None else [])
@@ -282,13 +300,14 @@ def train(a: argparse.Namespace, enc: Encoder, sentences: list[str], dev: DevSet
 
     evaluate(0)
     enc.model.train()
-    losses = []
+    losses, norms = [], []
     for step, indices in enumerate(batches(len(sentences), a.batch, a.epochs, a.seed), 1):
         texts = [sentences[i] for i in indices]
         pooled = embed(enc, texts + texts, a.max_length, with_mlp=True)  # two dropout views in one pass
         loss = info_nce(pooled[: len(texts)], pooled[len(texts) :], a.temperature)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        norms.append(clip_gradients(params, a.clip))
         optimizer.step()
         schedule.step()
         losses.append(loss.item())
@@ -301,7 +320,7 @@ def train(a: argparse.Namespace, enc: Encoder, sentences: list[str], dev: DevSet
         best.update(step=steps, spearman=curve[-1][1], state=cpu_state(enc.model))
     elif best["state"] is None:  # every trained step scored NaN: keep the last
         best.update(step=steps, spearman=curve[-1][1], state=cpu_state(enc.model))
-    return {"steps": steps, "curve": curve, "best": best, "losses": losses, "length": length}
+    return {"steps": steps, "curve": curve, "best": best, "losses": losses, "length": length, "norms": norms}
 
 
 def save(a: argparse.Namespace, state: dict[str, torch.Tensor], length: int) -> None:
@@ -355,6 +374,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         "best_step": result["best"]["step"],
         "best_spearman": result["best"]["spearman"],
         "final_loss": result["losses"][-1],
+        "clip": a.clip,
+        "grad_norm_by_step": [round(n, 5) if math.isfinite(n) else None for n in result["norms"]],
+        "steps_clipped": sum(norm > a.clip for norm in result["norms"]) if a.clip is not None else 0,
         "inference_max_seq_length": result["length"],
         "training_dropout": [model.config.hidden_dropout_prob, model.config.attention_probs_dropout_prob],
         "device": str(device),
