@@ -67,11 +67,10 @@ def unseen_files() -> tuple[Path, Path]:
     return RUNS / "unseen" / "snli.txt", RUNS / "unseen" / "wiki.txt"
 
 
-def write_unseen_sentences() -> dict:
-    """S (SNLI, no evaluation sentence, shuffled with seed 0) and W (as many of the mirror's first
-    Wikipedia lines): two files for plain_simcse.py --train, and what they hold."""
-    mirror = data_dir()
-    held, _ = evaluation_sentences(mirror)  # normalised: case, punctuation and whitespace folded
+def unseen_snli(mirror: Path, evaluation: set[str]) -> tuple[list[str], int]:
+    """S: every distinct premise and hypothesis of the mirror's SNLI pairs that no evaluation set holds
+    (`evaluation`: normalised sentences), shuffled with seed 0; and how many distinct ones there were.
+    Issue 66's seen-ness arm S is its first 4,000 (verdict_controls.py)."""
     distinct: dict[str, None] = {}
     with gzip.open(mirror / "nli" / "snli_dev_test_pairs.tsv.gz", "rt", encoding="utf-8") as handle:
         rows = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
@@ -79,8 +78,17 @@ def write_unseen_sentences() -> dict:
         for row in rows:
             for sentence in (row[1].strip(), row[2].strip()):
                 distinct.setdefault(sentence, None)
-    snli = [s for s in distinct if s and normalise(s) not in held]
+    snli = [s for s in distinct if s and normalise(s) not in evaluation]
     random.Random(0).shuffle(snli)
+    return snli, len(distinct)
+
+
+def write_unseen_sentences() -> dict:
+    """S (SNLI, no evaluation sentence, shuffled with seed 0) and W (as many of the mirror's first
+    Wikipedia lines): two files for plain_simcse.py --train, and what they hold."""
+    mirror = data_dir()
+    held, _ = evaluation_sentences(mirror)  # normalised: case, punctuation and whitespace folded
+    snli, distinct = unseen_snli(mirror, held)
     wiki = []
     with gzip.open(mirror / "wiki" / "wiki_sentences_1m.txt.gz", "rt", encoding="utf-8") as handle:
         for line in handle:
@@ -88,7 +96,7 @@ def write_unseen_sentences() -> dict:
                 wiki.append(line.rstrip("\n"))
             if len(wiki) == len(snli):
                 break
-    record = {"snli_distinct": len(distinct), "snli_removed_as_evaluation": len(distinct) - len(snli)}
+    record = {"snli_distinct": distinct, "snli_removed_as_evaluation": distinct - len(snli)}
     for path, sentences in zip(unseen_files(), (snli, wiki), strict=True):
         path.parent.mkdir(parents=True, exist_ok=True)
         text = "\n".join(sentences) + "\n"
