@@ -1,5 +1,6 @@
 """What LWAP attends to: each trained LWAP row's mean attention per layer (STS-B test, seeds averaged),
-as the report's section and as a figure (one panel per regime)."""
+as the report's section and as a figure (one panel per regime). The rows drawn are the rows file's
+`figure` (a latent-query row's profile is the attention its learned queries give each layer)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lwap.compare.cells import load_cells
-from lwap.compare.grid import (
-    COMPONENT_VARIANTS,
-    REGIME_WORDS,
-    REGIMES,
-    SCALE_VARIANTS,
-    Grid,
-    backbone_name,
-    backbones,
-)
+from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name, backbones
 from lwap.compare.prose import Wording, user_wording
-
-# the attention profiles drawn, where a backbone has their cells (a latent-query row's profile is the
-# attention its learned queries give each layer; `lwap-levelnorm`'s is read beside `lwap`'s: does making
-# the levels' scales alike move the attention off the embedding output?)
-FIGURE_ROWS = ("lwap", "lwap-native", *COMPONENT_VARIANTS, *SCALE_VARIANTS)
+from lwap.compare.rows import Rows, load_rows
 
 
 class Profile(NamedTuple):
@@ -42,12 +31,12 @@ class Profile(NamedTuple):
         return f"{backbone_name(self.backbone)} · {self.row} ({seeds}{retrained})"
 
 
-def attention_profiles(grid: Grid, backbones: list[str], regime: str) -> list[Profile]:
-    """The profiles the figure draws: every backbone's FIGURE_ROWS that have cells with a profile."""
+def attention_profiles(grid: Grid, backbones: list[str], regime: str, rows: Rows) -> list[Profile]:
+    """The profiles the figure draws: every backbone's `rows.figure` that have cells with a profile."""
     found = []
     for backbone in backbones:
-        cells = load_cells(grid.cells_dir(backbone) / regime)
-        for row in FIGURE_ROWS:
+        cells = load_cells(grid.cells_dir(backbone) / regime, rows.order)
+        for row in rows.figure:
             runs = [c for c in cells.get(row, []) if c.get("layer_attention")]
             if runs:
                 columns = zip(*(c["layer_attention"]["mean_attention"] for c in runs), strict=True)
@@ -63,12 +52,12 @@ def layer_name(index: int) -> str:
 
 
 def attention_section(
-    grid: Grid, backbones: list[str], wording: Wording, notes: Sequence[str] = ()
+    grid: Grid, backbones: list[str], rows: Rows, wording: Wording, notes: Sequence[str] = ()
 ) -> list[str]:
     """The figure in the report, and what each profile shows in numbers: where its attention peaks, what
     its last layer gets against uniform, and how the paper's `lwap` differs between the backbones;
     `notes` end the section's introduction (a report's own lines, `Report.attention_notes`)."""
-    by_regime = {regime: attention_profiles(grid, backbones, regime) for regime in REGIMES}
+    by_regime = {regime: attention_profiles(grid, backbones, regime, rows) for regime in REGIMES}
     if not any(by_regime.values()):
         return []
     lines = [
@@ -78,7 +67,6 @@ def attention_section(
         "",
         f"`{wording.prog} figure` draws it from the cell files: the mean attention",
         "each hidden state receives as a key (over query layers and STS-B test sentences), seeds averaged.",
-        f"`retrained` marks profiles measured on a retrain of the cell (`{wording.short} reprofile`).",
         *notes,
         "",
     ]
@@ -109,7 +97,9 @@ def attention_section(
     return lines
 
 
-def draw_figure(results: Path, output: Path, wording: Wording | None = None) -> None:
+def draw_figure(
+    results: Path, output: Path, wording: Wording | None = None, rows: Rows | None = None
+) -> None:
     """The mean attention each layer receives (STS-B test), per backbone and regime, averaged over the
     seeds of each trained LWAP row; one panel per regime."""
     import matplotlib
@@ -117,9 +107,9 @@ def draw_figure(results: Path, output: Path, wording: Wording | None = None) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    wording = wording or user_wording(f"{results}/")
+    wording, rows = wording or user_wording(f"{results}/"), rows or load_rows()
     grid, found = Grid(results, results / "work"), backbones(results)
-    by_regime = {regime: attention_profiles(grid, found, regime) for regime in REGIMES}
+    by_regime = {regime: attention_profiles(grid, found, regime, rows) for regime in REGIMES}
     entries = max((len(series) for series in by_regime.values()), default=0) + 2
     figure, panels = plt.subplots(1, len(REGIMES), figsize=(12, 4.2 + 0.18 * entries), sharey=True)
     # one colour per drawn (backbone, row), the same in both panels; tab10's "C0".."C9" repeat past ten

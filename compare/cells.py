@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from lwap.checks.files import read_json_object
-from lwap.compare.grid import BACKBONE, ROWS, STS_COLUMNS
+from lwap.compare.grid import BACKBONE, STS_COLUMNS
 from lwap.errors import ConfigError, DataError
+from lwap.registry import POOLINGS
 
 
 def scores(results: dict[str, Any]) -> dict[str, float]:
@@ -30,7 +32,7 @@ def scores(results: dict[str, Any]) -> dict[str, float]:
     if search:
         row.update({"scifact_ndcg@10": search["ndcg@10"], "scifact_mrr@10": search["mrr@10"]})
         row["scifact_recall@100"] = search["recall@100"]
-    geometry = results.get("geometry") or {}  # STS-B test alignment / uniformity / anisotropy (issue 25)
+    geometry = results.get("geometry") or {}  # STS-B test alignment / uniformity / anisotropy
     row.update({m: geometry[m] for m in ("alignment", "uniformity", "anisotropy") if m in geometry})
     return row
 
@@ -92,8 +94,9 @@ def write(path: Path, cell: dict[str, Any]) -> None:
     partial.replace(path)
 
 
-def load_cells(folder: Path) -> dict[str, list[dict[str, Any]]]:
-    """One grid's cells (a backbone's regime folder), by pooler in ROWS order, seeds ascending.
+def load_cells(folder: Path, order: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """One grid's cells (a backbone's regime folder), by row: the rows of `order` (a `Rows.order`; by
+    default the registry's poolers) in that order, then any other row by name; seeds ascending.
 
     Two files for the same pooler and seed (a copy, a file renamed by hand) are refused, naming both:
     averaged, they would count one seed twice ("19 of 18 planned cells")."""
@@ -113,7 +116,9 @@ def load_cells(folder: Path) -> dict[str, list[dict[str, Any]]]:
             )
         seen[pooler, seed] = path
         cells.setdefault(pooler, []).append(cell)
-    return {p: sorted(cells[p], key=lambda c: c["seed"]) for p in ROWS if p in cells}
+    order = POOLINGS if order is None else order
+    rows = [*(row for row in order if row in cells), *sorted(set(cells) - set(order))]
+    return {row: sorted(cells[row], key=lambda c: c["seed"]) for row in rows}
 
 
 def fixed_overrides(backbone: str, extra: list[str]) -> list[str]:

@@ -1,10 +1,10 @@
 """Compare poolers on one backbone under one budget: `lwap compare run | report | figure`.
 
-`run` trains and evaluates the missing cells of a grid (regime × poolers × seeds) into the results folder,
+`run` trains and evaluates the missing cells of a grid (regime × rows × seeds) into the results folder,
 one small JSON file a cell; a stopped run resumes where it stopped, and several `run` processes can share
 one grid (one per core, each with OMP_NUM_THREADS=1). `report` writes the tables and seed-spread
 verdicts as Markdown, `figure` draws what LWAP attends to and each pooler's alignment vs uniformity, both
-from the cell files alone.
+from the cell files alone. The rows are the registry's poolers and those of `--rows FILE` (rows.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lwap.compare.geometry import FIGURE
-from lwap.compare.grid import BACKBONE, PLANNED_SEEDS, POOLERS, REGIMES, ROWS, Grid, shipped_config
+from lwap.compare.grid import BACKBONE, REGIMES, Grid, shipped_config
+from lwap.compare.rows import Rows, load_rows
 from lwap.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -25,31 +26,41 @@ HELP = "compare poolers under one budget: run a grid of cells, report, figure"
 DEFAULT_RESULTS = "lwap-compare"
 
 
-def add_arguments(parser: argparse.ArgumentParser, results: str = DEFAULT_RESULTS) -> None:
-    """The subcommands; `results` is the default results folder (the repository's wrapper passes its own)."""
+def add_folders(sub: argparse.ArgumentParser, results: str) -> None:
+    """--results, --work-dir and --backbone: where a grid's cells and work go, and of which backbone."""
+    where = f"the folder of the cell files (default: ./{results})"
+    sub.add_argument("--results", default=results, help=where)
+    sub.add_argument("--work-dir", default=None, help="models, checkpoints and logs (default: RESULTS/work)")
+    sub.add_argument("--backbone", default=BACKBONE, help="hub id or folder (default: the packaged MiniLM)")
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser, results: str = DEFAULT_RESULTS, rows: str | None = None
+) -> argparse._SubParsersAction:
+    """The subcommands; `results` is the default results folder and `rows` the default rows file (the
+    repository's wrapper passes its own, and adds subcommands of its own to what this returns)."""
     commands = parser.add_subparsers(dest="compare_command", required=True, metavar="SUBCOMMAND")
 
-    def folders(sub: argparse.ArgumentParser) -> None:
+    def rows_file(sub: argparse.ArgumentParser) -> None:
+        where = f"default: {rows}" if rows else "default: the registry's poolers alone"
         sub.add_argument(
-            "--results", default=results, help=f"the folder of the cell files (default: ./{results})"
-        )
-        sub.add_argument(
-            "--work-dir", default=None, help="models, checkpoints and logs (default: RESULTS/work)"
-        )
-        sub.add_argument(
-            "--backbone", default=BACKBONE, help="hub id or folder (default: the packaged MiniLM)"
+            "--rows",
+            default=rows,
+            metavar="FILE",
+            help=f"a YAML file of rows beyond the registry's poolers, or a shipped one's name ({where})",
         )
 
     run = commands.add_parser("run", help="train and evaluate the missing cells of one regime")
-    folders(run)
+    add_folders(run, results)
+    rows_file(run)
     run.add_argument("--regime", choices=tuple(REGIMES), required=True)
-    run.add_argument("--seeds", type=int, nargs="+", default=list(PLANNED_SEEDS))
+    run.add_argument("--seeds", type=int, nargs="+", default=None, help="default: the rows file's seeds")
     run.add_argument(
         "--poolers",
         nargs="+",
-        default=list(POOLERS),
-        metavar="POOLER",
-        help=f"poolers and LWAP variants: {' '.join(ROWS)} (default: {' '.join(POOLERS)})",
+        default=None,
+        metavar="ROW",
+        help="rows to run: the registry's poolers and those of --rows (default: the planned rows)",
     )
     run.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="budget override for every cell"
@@ -66,6 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser, results: str = DEFAULT_RESULT
         "--results", default=results, help=f"the folder of the cell files (default: ./{results})"
     )
     report.add_argument("--output", default=None, help="the Markdown file (default: RESULTS/RESULTS.md)")
+    rows_file(report)
     figure = commands.add_parser(
         "figure", help=f"draw the layer attention of the LWAP cells and, beside it, {FIGURE} (PNGs)"
     )
@@ -73,17 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser, results: str = DEFAULT_RESULT
         "--results", default=results, help=f"the folder of the cell files (default: ./{results})"
     )
     figure.add_argument("--output", default=None, help="the PNG (default: RESULTS/layer_attention.png)")
-    attach = commands.add_parser(
-        "attach-profiles", help="add LWAP profiles to older cells from their eval output"
-    )
-    folders(attach)
-    reprofile = commands.add_parser(
-        "reprofile",
-        help="retrain `lwap` cells without a profile (and without their eval output) to measure it",
-    )
-    folders(reprofile)
-    reprofile.add_argument("--regimes", nargs="+", choices=tuple(REGIMES), default=list(REGIMES))
-    reprofile.add_argument("--seeds", type=int, nargs="+", default=list(PLANNED_SEEDS))
+    rows_file(figure)
+    return commands
 
 
 def grid_of(args: argparse.Namespace) -> Grid:
@@ -92,36 +95,51 @@ def grid_of(args: argparse.Namespace) -> Grid:
     return Grid(results, work)
 
 
-def check_run_arguments(args: argparse.Namespace) -> None:
-    """Catch a user's mistake before any cell starts: an unknown pooler, a backbone that is not there,
-    a --set the config does not accept."""
+def check_run_arguments(args: argparse.Namespace, rows: Rows) -> None:
+    """Catch a user's mistake before any cell starts: an unknown row, a backbone that is not there, a
+    --set (or a row's setting) the config does not accept, a dev set other than STS-B."""
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    unknown = [p for p in args.poolers if p not in ROWS]
+    unknown = [p for p in args.poolers if p not in rows.rows]
     if unknown:
-        raise ConfigError(f"unknown pooler {', '.join(unknown)}: choose from {', '.join(ROWS)}")
+        raise ConfigError(f"unknown pooler {', '.join(unknown)}: choose from {', '.join(rows.order)}")
     from lwap.backbones import check_backbone, resolve_backbone
     from lwap.config_files import resolve_config
     from lwap.train.config import load_config
 
     resolve_backbone(args.backbone)
     backbone = [] if args.backbone == BACKBONE else [f"model.backbone={args.backbone}"]
-    config = load_config(resolve_config(shipped_config(REGIMES[args.regime])), [*backbone, *args.set])
+    path = resolve_config(shipped_config(REGIMES[args.regime]))
+    config = load_config(path, [*backbone, *args.set])
+    if config.eval.dev != "stsb":
+        raise ConfigError(
+            f"eval.dev: {config.eval.dev!r}: lwap compare keeps each cell's best STS-B dev checkpoint and "
+            "reports its STS-B dev scores; leave eval.dev at stsb"
+        )
+    for row in args.poolers:  # a row's own settings, checked as its cells will use them
+        sets = [f"model.pooling={rows.pooling_of(row)}", *rows.overrides(row, args.regime)]
+        try:
+            load_config(path, [*backbone, *sets, *args.set])
+        except ConfigError as error:
+            raise ConfigError(f"row {row}: {error}") from None
     # what the folder holds (lwap.checks.model_folder), before any cell starts: one line, not a failed cell
     check_backbone(args.backbone, trust_remote_code=config.model.trust_remote_code)
 
 
-def run(args: argparse.Namespace, make_report: Callable[[Path], Report] | None = None) -> int:
-    """One subcommand; `make_report` makes the report of a results folder for `report` and `figure` (the
-    repository's wrapper passes its own, benchmarks/grid/report_repository.py; else the generic
-    `lwap.compare.report.Report`, which names `lwap compare` and the results folder)."""
+def run(args: argparse.Namespace, make_report: Callable[..., Report] | None = None) -> int:
+    """One subcommand; `make_report(results, rows=...)` makes the report of a results folder for `report`
+    and `figure` (the repository's wrapper passes its own, benchmarks/grid/report_repository.py; else the
+    generic `lwap.compare.report.Report`, which names `lwap compare` and the results folder)."""
     grid = grid_of(args)
     command = args.compare_command
+    rows = load_rows(args.rows)
     if command == "run":
         from lwap.compare.runner import run_grid
 
-        check_run_arguments(args)
+        args.poolers = list(rows.planned) if args.poolers is None else args.poolers
+        args.seeds = list(rows.seeds) if args.seeds is None else args.seeds
+        check_run_arguments(args, rows)
         run_grid(
             grid,
             args.backbone,
@@ -131,25 +149,18 @@ def run(args: argparse.Namespace, make_report: Callable[[Path], Report] | None =
             args.set,
             untouched=not args.no_untouched,
             tasks=args.tasks,
+            defined=rows,
         )
     elif command in ("report", "figure"):
         from lwap.compare.report import Report, write_report
 
-        report = (make_report or Report)(grid.results)
+        report = (make_report or Report)(grid.results, rows=rows)
         if command == "report":
             output = Path(args.output) if args.output else grid.results / "RESULTS.md"
             write_report(report, output)
             print(f"wrote {output}")
         else:
             draw_figures(report, Path(args.output) if args.output else grid.results / "layer_attention.png")
-    elif command == "attach-profiles":
-        from lwap.compare.maintenance import attach_profiles
-
-        attach_profiles(grid, args.backbone)
-    elif command == "reprofile":
-        from lwap.compare.maintenance import reprofile
-
-        reprofile(grid, args.backbone, args.regimes, args.seeds)
     return 0
 
 
@@ -158,7 +169,7 @@ def draw_figures(report: Report, output: Path) -> None:
     from lwap.compare.attention import draw_figure
     from lwap.compare.geometry_section import draw_geometry_figure
 
-    draw_figure(report.results, output, report.wording)
+    draw_figure(report.results, output, report.wording, report.rows)
     print(f"wrote {output}")
     if draw_geometry_figure(report.geometry_panels(), output.with_name(FIGURE), report.wording):
         print(f"wrote {output.with_name(FIGURE)}")

@@ -15,23 +15,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lwap.compare.cells import load_cells, read
-from lwap.compare.grid import (
-    POOLERS,
-    REGIME_WORDS,
-    REGIMES,
-    UNTOUCHED_POOLINGS,
-    Grid,
-    backbone_name,
-    backbones,
-)
+from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name, backbones
+from lwap.compare.rows import Rows
 
 MEASURES = ("alignment", "uniformity", "anisotropy")
 FIGURE = "alignment_uniformity.png"  # beside the report (and the layer-attention figure)
-UNTOUCHED_LABEL = {
-    "mean": "untouched (mean)",
-    "cls": "untouched ([CLS])",
-    "first_last_avg": "untouched (first-last)",
-}
 
 
 class Run(NamedTuple):
@@ -47,9 +35,9 @@ class Run(NamedTuple):
 class Panel(NamedTuple):
     backbone: str
     regime: str
-    runs: dict[str, list[Run]]  # by pooler, in POOLERS order
+    runs: dict[str, list[Run]]  # by pooler, in the order of the planned rows
     retrained: bool  # the runs are retrains of cells that predate the measures
-    untouched: dict[str, dict[str, Any]]  # pooling -> {"geometry": ..., "sts_avg": ...}
+    untouched: dict[str, dict[str, Any]]  # pooling -> {"geometry": ..., "sts_avg": ..., "label": ...}
     grid_avg: dict[str, list[float]]  # pooler -> the grid cells' STS averages (every seed)
 
     @property
@@ -66,15 +54,20 @@ def grid_run(cell: dict[str, Any]) -> Run | None:
     return Run(cell["seed"], {m: scores[m] for m in MEASURES}, scores.get("avg_all"), dev, train["best_step"])
 
 
-def untouched_rows(grid: Grid, backbone: str) -> dict[str, dict[str, Any]]:
+def untouched_label(rows: Rows, pooling: str) -> str:
+    return f"untouched ({rows.untouched.get(pooling, pooling)})"
+
+
+def untouched_rows(grid: Grid, backbone: str, rows: Rows) -> dict[str, dict[str, Any]]:
     """The untouched rows whose reference file has the geometry."""
-    rows = {}
-    for pooling in UNTOUCHED_POOLINGS:
+    found = {}
+    for pooling in rows.untouched:
         reference = grid.reference_file(backbone, pooling)
         scores = read(reference)["scores"] if reference.exists() else {}
         if all(m in scores for m in MEASURES):
-            rows[pooling] = {"geometry": scores, "sts_avg": scores.get("avg_all")}
-    return rows
+            label = untouched_label(rows, pooling)
+            found[pooling] = {"geometry": scores, "sts_avg": scores.get("avg_all"), "label": label}
+    return found
 
 
 def grid_averages(cells: dict[str, list[dict[str, Any]]], poolers: Iterable[str]) -> dict[str, list[float]]:
@@ -84,20 +77,20 @@ def grid_averages(cells: dict[str, list[dict[str, Any]]], poolers: Iterable[str]
     }
 
 
-def panel(grid: Grid, backbone: str, regime: str) -> Panel | None:
-    """One grid's panel from its own cells; None where no cell has the geometry."""
-    cells = load_cells(grid.cells_dir(backbone) / regime)
-    runs = {p: [r for c in cells.get(p, []) if (r := grid_run(c))] for p in POOLERS}
+def panel(grid: Grid, backbone: str, regime: str, rows: Rows) -> Panel | None:
+    """One grid's panel from its own cells (its planned rows); None where no cell has the geometry."""
+    cells = load_cells(grid.cells_dir(backbone) / regime, rows.order)
+    runs = {p: [r for c in cells.get(p, []) if (r := grid_run(c))] for p in rows.planned}
     runs = {p: found for p, found in runs.items() if found}
     if not runs:
         return None
     averages = grid_averages(cells, runs)
-    return Panel(backbone, regime, runs, False, untouched_rows(grid, backbone), averages)
+    return Panel(backbone, regime, runs, False, untouched_rows(grid, backbone, rows), averages)
 
 
-def panels(results: Path) -> list[Panel]:
+def panels(results: Path, rows: Rows) -> list[Panel]:
     grid = Grid(results, results / "work")
-    found = [panel(grid, backbone, regime) for backbone in backbones(results) for regime in REGIMES]
+    found = [panel(grid, backbone, regime, rows) for backbone in backbones(results) for regime in REGIMES]
     return [p for p in found if p]
 
 
@@ -142,9 +135,9 @@ def table(p: Panel) -> list[str]:
         cells.append(f"{statistics.fmean(own):.2f}" if own else "–")
         cells.append(f"{statistics.fmean(grid):.2f} ({len(grid)} seeds)" if grid else "–")
         lines.append("| " + " | ".join([*cells, dev_change(runs)]) + " |")
-    for pooling, row in p.untouched.items():
+    for row in p.untouched.values():
         g, avg = row["geometry"], row["sts_avg"]
-        cells = [f"*{UNTOUCHED_LABEL[pooling]}*", "–", *(f"{g[m]:.3f}" for m in MEASURES), "–"]
+        cells = [f"*{row['label']}*", "–", *(f"{g[m]:.3f}" for m in MEASURES), "–"]
         lines.append(
             "| " + " | ".join([*cells, "–" if avg is None else f"{avg:.2f} (no training)", "–"]) + " |"
         )

@@ -1,4 +1,4 @@
-"""The report's geometry section (issue 25) and its figure: alignment against uniformity, one point per
+"""The report's geometry section and its figure: alignment against uniformity, one point per
 pooler (seeds averaged, bars ± sd), × for the untouched backbone, one panel per backbone and regime."""
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from pathlib import Path
 from lwap.compare.geometry import (
     FIGURE,
     MEASURES,
-    POOLERS,
-    UNTOUCHED_LABEL,
     Panel,
     answers,
     comparisons,
@@ -72,7 +70,9 @@ def draw_geometry_figure(found: list[Panel], output: Path, wording: Wording) -> 
     columns = min(len(found), 2)
     rows = -(-len(found) // columns)
     figure, axes = plt.subplots(rows, columns, figsize=(6.2 * columns, 4.8 * rows), squeeze=False)
-    colours = {pooler: f"C{i}" for i, pooler in enumerate(POOLERS)}
+    # one colour per pooler, the same in every panel
+    drawn = dict.fromkeys(pooler for p in found for pooler in p.runs)
+    colours = {pooler: f"C{i % 10}" for i, pooler in enumerate(drawn)}
     for axis, p in zip(axes.flat, found, strict=False):
         for pooler, runs in p.runs.items():
             (u, su, n), (a, sa, _) = stats(runs, "uniformity"), stats(runs, "alignment")
@@ -88,11 +88,11 @@ def draw_geometry_figure(found: list[Panel], output: Path, wording: Wording) -> 
                 zorder=3,
             )
             axis.annotate(pooler, (u, a), textcoords="offset points", xytext=(5, 4), fontsize=8)
-        for pooling, row in p.untouched.items():
+        for row in p.untouched.values():
             g = row["geometry"]
             axis.scatter(g["uniformity"], g["alignment"], marker="x", color="black", s=50, zorder=3)
             axis.annotate(
-                UNTOUCHED_LABEL[pooling],
+                row["label"],
                 (g["uniformity"], g["alignment"]),
                 textcoords="offset points",
                 xytext=(5, -11),

@@ -1,4 +1,4 @@
-"""Differences paired by seed, with Holm's correction (issue 50, pre-registered in docs/COMPARE.md).
+"""Differences paired by seed, with Holm's correction (pre-registered in docs/COMPARE.md).
 
 Every row of a grid trains on the same data order for a given seed, so the seeds pair the cells: two rows
 are compared seed by seed (d_s = a_s − b_s), not as two independent samples as Welch's test does. A table

@@ -10,6 +10,7 @@ decomposition and re-runs there. The engine never imports it: the installed pack
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -22,19 +23,17 @@ from lwap.compare.geometry import Panel, panels
 from lwap.compare.geometry_section import geometry_section
 from lwap.compare.grid import (
     BACKBONE,
-    PLANNED_SEEDS,
-    POOLERS,
     REGIME_TITLES,
     REGIMES,
     STS_COLUMNS,
     STS_LABELS,
-    UNTOUCHED_POOLINGS,
     Grid,
     backbone_name,
     backbones,
 )
 from lwap.compare.prose import GENERIC_INTRO, Wording, header, other_backbones_line, user_wording
-from lwap.compare.summaries import dev_from_the_backbone, scifact_cls_against_mean
+from lwap.compare.rows import Rows, load_rows
+from lwap.compare.summaries import dev_from_the_backbone
 from lwap.compare.verdicts import (
     against_untouched,
     below_step_zero,
@@ -42,7 +41,6 @@ from lwap.compare.verdicts import (
     mean_std,
     standing,
     variant_legend,
-    variant_verdicts,
     verdicts,
 )
 
@@ -56,18 +54,18 @@ COLUMNS = [
 ]
 
 
-def grid_status(regime: str, cells: Cells, backbone: str, wording: Wording) -> str:
-    """How much of the planned grid (every pooler × seeds 0, 1, 2) is done, and its cost per cell."""
-    done = sum(len(runs) for pooler, runs in cells.items() if pooler in POOLERS)
-    planned = len(POOLERS) * len(PLANNED_SEEDS)
+def grid_status(regime: str, cells: Cells, backbone: str, wording: Wording, rows: Rows) -> str:
+    """How much of the planned grid (the planned rows × seeds) is done, and its cost per cell."""
+    done = sum(len(runs) for pooler, runs in cells.items() if pooler in rows.planned)
+    planned = len(rows.planned) * len(rows.seeds)
     minutes = [
         (c["train_wall_seconds"] + c["eval_wall_seconds"]) / 60
         for pooler, runs in cells.items()
-        if pooler in POOLERS
+        if pooler in rows.planned
         for c in runs
     ]
-    status = f"Grid: {done} of {planned} planned cells ({len(POOLERS)} poolers × seeds "
-    status += ", ".join(map(str, PLANNED_SEEDS)) + ")"
+    status = f"Grid: {done} of {planned} planned cells ({len(rows.planned)} poolers × seeds "
+    status += ", ".join(map(str, rows.seeds)) + ")"
     if minutes:
         status += f"; median {statistics.median(minutes):.1f} min per cell (train + eval, as run)"
     if done < planned:
@@ -100,10 +98,11 @@ class Report:
     panels and add nothing else; a subclass overrides them to add its own sections and prose, in the
     places `text` calls them."""
 
-    def __init__(self, results: Path, wording: Wording | None = None) -> None:
+    def __init__(self, results: Path, wording: Wording | None = None, rows: Rows | None = None) -> None:
         self.results = results
         self.wording = wording or user_wording(f"{results}/")
         self.grid = Grid(results, results / "work")
+        self.rows = rows or load_rows()
 
     @cached_property
     def found(self) -> list[str]:
@@ -136,6 +135,18 @@ class Report:
         """Lines standing in for a regime's section where its grid was deliberately not run."""
         return []
 
+    def baseline(self, cells: Cells) -> str:
+        """The row `lwap`'s standing is read against: the paper's baseline, `cls`."""
+        return "cls"
+
+    def row_label(self, row: str, cells: Cells) -> str:
+        """A row as its grid's table names it."""
+        return f"`{row}`"
+
+    def after_standing(self, cells: Cells) -> list[str]:
+        """More readings of one grid, after `lwap`'s standing."""
+        return []
+
     def after_verdicts(self, cells: Cells) -> list[str]:
         """More readings of one grid, after its verdicts."""
         return []
@@ -150,7 +161,7 @@ class Report:
 
     def geometry_panels(self) -> list[Panel]:
         """The geometry section's and figure's panels: each grid's own cells."""
-        return panels(self.results)
+        return panels(self.results, self.rows)
 
     def geometry_notes(self, found: list[Panel]) -> list[str]:
         """Lines at the end of the geometry section's introduction (e.g. on panels measured elsewhere)."""
@@ -165,16 +176,16 @@ class Report:
     def regime_section(
         self, backbone: str, regime: str, reference: dict[str, Any] | None, others: list[dict[str, Any]]
     ) -> list[str]:
-        cells = load_cells(self.grid.cells_dir(backbone) / regime)
+        cells = load_cells(self.grid.cells_dir(backbone) / regime, self.rows.order)
         if not cells and not reference:
             return [f"_No cells of the `{regime}` regime yet._", ""]
-        lines = [grid_status(regime, cells, backbone, self.wording), ""]
+        lines = [grid_status(regime, cells, backbone, self.wording, self.rows), ""]
         budget = shared_overrides(cells)
         if budget:
             listed = ", ".join(f"`{o}`" for o in budget)
             lines += [f"Settings beyond `{REGIMES[regime]}`: {listed}", ""]
         lines += settings.grid_flag([c for runs in cells.values() for c in runs])
-        lines += score_table(cells, reference, others)
+        lines += score_table(cells, reference, others, lambda row: self.row_label(row, cells))
         if not cells:
             return [
                 *lines,
@@ -184,11 +195,10 @@ class Report:
             ]
         if any("scifact_ndcg@10" not in c["scores"] for runs in cells.values() for c in runs):
             return [*lines, "", "_Some cells were evaluated on the STS tasks only: no verdicts._", ""]
-        lines += ["", *standing(cells), *scifact_cls_against_mean(cells), *dev_from_the_backbone(cells)]
-        lines += variant_legend(cells, regime)
-        lines += [*against_untouched(cells, reference), *budget_check(cells, reference, others)]
-        lines += [*below_step_zero(cells), *verdicts(cells)]
-        lines += [*variant_verdicts(cells), "", *self.after_verdicts(cells)]
+        lines += ["", *standing(cells, self.rows, self.baseline(cells)), *self.after_standing(cells)]
+        lines += [*dev_from_the_backbone(cells), *variant_legend(cells, regime, self.rows)]
+        lines += [*against_untouched(cells, reference), *budget_check(cells, reference, others, self.rows)]
+        lines += [*below_step_zero(cells), *verdicts(cells, self.rows), "", *self.after_verdicts(cells)]
         return lines
 
     def backbone_sections(self, backbone: str) -> list[str]:
@@ -196,7 +206,7 @@ class Report:
         reference = read_json_object(ref_file) if ref_file.exists() else None
         others = [
             read_json_object(path)
-            for path in (self.grid.reference_file(backbone, p) for p in UNTOUCHED_POOLINGS[1:])
+            for path in (self.grid.reference_file(backbone, p) for p in list(self.rows.untouched)[1:])
             if path.exists()
         ]
         name = self.backbone_title(backbone_name(backbone))
@@ -218,19 +228,24 @@ class Report:
             *self.overview(),
             *(line for backbone in self.found for line in self.backbone_sections(backbone)),
             *self.after_backbones(),
-            *attention_section(self.grid, self.found, self.wording, self.attention_notes()),
+            *attention_section(self.grid, self.found, self.rows, self.wording, self.attention_notes()),
             *geometry_section(geometry, self.wording, self.geometry_notes(geometry)),
             *self.after_geometry(),
             "## Every run",
             "",
-            *all_runs_table(self.grid),
+            *all_runs_table(self.grid, self.rows),
             "",
         ]
         return "\n".join(text)
 
 
-def score_table(cells: Cells, reference: dict[str, Any] | None, others: list[dict[str, Any]]) -> list[str]:
-    """One grid's table: the untouched rows, then each pooler's mean ± std over seeds."""
+def score_table(
+    cells: Cells,
+    reference: dict[str, Any] | None,
+    others: list[dict[str, Any]],
+    label: Callable[[str], str] = lambda row: f"`{row}`",
+) -> list[str]:
+    """One grid's table: the untouched rows, then each row's mean ± std over seeds (named by `label`)."""
     header_row = "| pooler | seeds | " + " | ".join(label for _, label in COLUMNS) + " | dev before → best |"
     lines = [header_row, "|" + " --- |" * (len(COLUMNS) + 3)]
     if reference:
@@ -249,19 +264,18 @@ def score_table(cells: Cells, reference: dict[str, Any] | None, others: list[dic
             parts.append(f"{mean:.2f} ± {std:.2f}" if len(runs) > 1 else f"{mean:.2f}")
         before = statistics.fmean(c["train"]["dev_spearman_before"] * 100 for c in runs)
         best = statistics.fmean(c["train"]["best_dev_spearman"] * 100 for c in runs)
-        # beside SimCSE's supervised baseline (`cls-mlp`), the grid's `cls` is named for what it drops
-        name = f"`{pooler}`" + (" ([CLS] without the MLP)" if pooler == "cls" and "cls-mlp" in cells else "")
-        lines.append(f"| {name} | {len(runs)} | " + " | ".join(parts) + f" | {before:.1f} → {best:.1f} |")
+        dev = f"{before:.1f} → {best:.1f}"
+        lines.append(f"| {label(pooler)} | {len(runs)} | " + " | ".join(parts) + f" | {dev} |")
     return lines
 
 
-def all_runs_table(grid: Grid) -> list[str]:
+def all_runs_table(grid: Grid, rows: Rows) -> list[str]:
     columns = "backbone | regime | pooler | seed | steps | best dev step | Avg. (all) | Avg. (wmean)"
     lines, notes = [f"| {columns} | SciFact | train s | eval s | commit |"], []
     lines.append("|" + " --- |" * 12)
     for backbone in backbones(grid.results):
         for regime in REGIMES:
-            for pooler, runs in load_cells(grid.cells_dir(backbone) / regime).items():
+            for pooler, runs in load_cells(grid.cells_dir(backbone) / regime, rows.order).items():
                 for c in runs:
                     s = c["scores"]
                     lines.append(

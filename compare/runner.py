@@ -16,17 +16,20 @@ from typing import Any
 from lwap.checks.locking import claim
 from lwap.compare import cells as cellfiles
 from lwap.compare import settings
-from lwap.compare.grid import (
-    EVAL_MAX_SEQ_LENGTH,
-    EVAL_PRECISION,
-    REGIMES,
-    UNTOUCHED_POOLINGS,
-    Grid,
-    pooling_of,
-    shipped_config,
-    variant_overrides,
-)
+from lwap.compare.grid import EVAL_MAX_SEQ_LENGTH, EVAL_PRECISION, REGIMES, Grid, shipped_config
+from lwap.compare.rows import Rows, load_rows
 from lwap.errors import LwapError
+
+# What a cell keeps of `lwap train`'s summary, under the names cells have always had (cells made before
+# `eval.dev` existed, and every cell since, keep the STS-B dev score under these): cell key <- summary key.
+TRAIN_KEPT = {
+    "steps": "steps",
+    "dev_spearman_before": "dev_score_before",
+    "best_dev_spearman": "best_dev_score",
+    "best_step": "best_step",
+    "dev_spearman_by_step": "dev_scores_by_step",
+    "dev_geometry_by_step": "dev_geometry_by_step",
+}
 
 
 class CellFailed(LwapError):
@@ -87,11 +90,28 @@ def train(config: str, overrides: list[str], out: Path, log: Path) -> None:
     run_logged([*command, *restart_flags(out)], log)
 
 
-class Cell:
-    """One (regime, row, seed) of one backbone's grid."""
+def kept_training(summary: dict[str, Any]) -> dict[str, Any]:
+    """What a cell keeps of a run's train_summary.json: its steps, its STS-B dev scores (step 0, the best,
+    every evaluation) and its STS-B dev geometry. A run whose dev set was not STS-B (`--set eval.dev=...`)
+    keeps no dev scores: the report's dev columns are STS-B's."""
+    from lwap.train.dev_sets import STSB_DEV_KEY
 
-    def __init__(self, grid: Grid, backbone: str, regime: str, row: str, seed: int) -> None:
+    stsb = summary.get("dev_metric_key") == STSB_DEV_KEY
+    kept = {cell: summary.get(key) for cell, key in TRAIN_KEPT.items()}
+    if not stsb:
+        kept |= {"dev_spearman_before": None, "best_dev_spearman": None, "dev_spearman_by_step": []}
+    return kept
+
+
+class Cell:
+    """One (regime, row, seed) of one backbone's grid; `rows` says what the row trains (by default the
+    registry's poolers)."""
+
+    def __init__(
+        self, grid: Grid, backbone: str, regime: str, row: str, seed: int, rows: Rows | None = None
+    ) -> None:
         self.grid, self.backbone, self.regime, self.row, self.seed = grid, backbone, regime, row, seed
+        self.rows = rows or load_rows()
         self.file = grid.cell_file(backbone, regime, row, seed)
         self.out = grid.work_dir(backbone) / regime / f"{row}-seed{seed}"
         self.log = self.out.with_name(f"{self.out.name}.log")
@@ -109,9 +129,9 @@ class Cell:
         """`lwap train` (resuming a stopped run), `lwap eval`, then the cell file."""
         shared = cellfiles.fixed_overrides(self.backbone, extra)
         cellfiles.check_same_budget(self.file.parent, shared)
-        pooling = [f"model.pooling={pooling_of(self.row)}", f"training.seed={self.seed}"]
+        pooling = [f"model.pooling={self.rows.pooling_of(self.row)}", f"training.seed={self.seed}"]
         overrides = [*pooling, *shared]
-        variant = variant_overrides(self.row, self.regime)
+        variant = self.rows.overrides(self.row, self.regime)
         print(f"[run ] {self} -> {self.out}", flush=True)
         recorded = settings.current(None, EVAL_PRECISION)  # before training: the commit that trains it
         started = time.perf_counter()
@@ -125,8 +145,6 @@ class Cell:
         summary = cellfiles.read(self.out / "train_summary.json")
         tick = time.perf_counter()
         results = evaluate(str(self.out / "model"), self.out / "eval", self.log, tasks)
-        keep = ("steps", "dev_spearman_before", "best_dev_spearman", "best_step", "dev_spearman_by_step")
-        keep += ("dev_geometry_by_step",)
         pairs = cellfiles.keep_pair_scores(self.out / "eval", self.file)  # before the cell: it marks done
         cell = {
             "regime": self.regime,
@@ -139,7 +157,7 @@ class Cell:
             "commit": recorded["commit"],
             "train_wall_seconds": round(train_seconds, 1),
             "eval_wall_seconds": round(time.perf_counter() - tick, 1),
-            "train": {k: summary.get(k) for k in keep},
+            "train": kept_training(summary),
             "eval_precision": EVAL_PRECISION,
             "eval_max_seq_length": EVAL_MAX_SEQ_LENGTH,
             **({"eval_tasks": tasks} if tasks != "all" else {}),
@@ -172,9 +190,11 @@ def untouched_model(backbone: str, work: Path, pooling: str = "mean") -> str:
     return str(folder)
 
 
-def run_reference(grid: Grid, backbone: str, poolings: tuple[str, ...] = UNTOUCHED_POOLINGS) -> None:
+def run_reference(grid: Grid, backbone: str, poolings: tuple[str, ...] | None = None) -> None:
     """Untouched rows: the backbone's mean pooling always; for a plain encoder (no sentence-transformers
-    pooling of its own) also its last [CLS] and first-last average, as SimCSE reports for BERT."""
+    pooling of its own) also the rest of `poolings` (by default the rows file's `untouched`: SimCSE's
+    last [CLS] and first-last average, as it reports for BERT)."""
+    poolings = tuple(load_rows().untouched) if poolings is None else poolings
     local = Path(backbone) if Path(backbone).exists() else None
     plain = local is not None and not (local / "modules.json").is_file()
     work = grid.work_dir(backbone)
@@ -220,13 +240,16 @@ def run_grid(
     *,
     untouched: bool = True,
     tasks: str = "all",
+    defined: Rows | None = None,
 ) -> None:
-    """The missing cells of one regime, seed-major (a stopped grid is level across poolers), with a
-    progress line per cell: cells done of the total, time elapsed, an estimate of the time left."""
+    """The missing cells of `rows` in one regime, seed-major (a stopped grid is level across rows), with a
+    progress line per cell: cells done of the total, time elapsed, an estimate of the time left.
+    `defined` says what each row trains (by default the registry's poolers)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    defined = defined or load_rows()
     if untouched:
-        run_reference(grid, backbone)
-    todo = [Cell(grid, backbone, regime, row, seed) for seed in seeds for row in rows]
+        run_reference(grid, backbone, tuple(defined.untouched))
+    todo = [Cell(grid, backbone, regime, row, seed, defined) for seed in seeds for row in rows]
     started = time.perf_counter()
     ran: list[float] = []
     for done, cell in enumerate(todo, start=1):

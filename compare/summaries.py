@@ -1,6 +1,5 @@
-"""Two readings of a grid's table in one sentence each, computed from the cells: what training did to
-STS-B dev for the rows that start from the backbone's own vector, and how the poolers that read [CLS]
-vectors (`cls`, `lwap`) stand against the mean-based ones on SciFact."""
+"""A reading of a grid's table in one sentence, computed from the cells: what training did to STS-B dev
+for the rows that start from the backbone's own vector."""
 
 from __future__ import annotations
 
@@ -8,8 +7,6 @@ import statistics
 from typing import Any
 
 Cells = dict[str, list[dict[str, Any]]]
-CLS_READING = ("cls", "lwap")  # `lwap`: every layer's [CLS] as queries, the last [CLS] in its output
-MEAN_BASED = ("mean", "first_last_avg", "last2_avg")
 
 
 def dev(runs: list[dict[str, Any]], key: str) -> float:
@@ -43,27 +40,5 @@ def dev_from_the_backbone(cells: Cells) -> list[str]:
         f"STS-B dev for the rows that start from the backbone's own mean-pooled vector (the same step-0 "
         f"score as `mean`), step 0 → kept checkpoint, seeds averaged: {listed}; the largest move is "
         f"`{most}`'s, {moves[most]:+.2f} points.",
-        "",
-    ]
-
-
-def scifact_cls_against_mean(cells: Cells) -> list[str]:
-    """The smallest SciFact nDCG@10 margin between any [CLS]-reading pooler and any mean-based one
-    (pooler means over seeds): positive when each of `cls` and `lwap` leads every mean-based pooler."""
-    if not all(row in cells for row in CLS_READING + MEAN_BASED):
-        return []
-    means = {row: statistics.fmean(c["scores"]["scifact_ndcg@10"] for c in cells[row]) for row in cells}
-    low = min(CLS_READING, key=lambda row: means[row])
-    high = max(MEAN_BASED, key=lambda row: means[row])
-    margin = means[low] - means[high]
-    readers = " and ".join(f"`{row}`" for row in CLS_READING)
-    based = ", ".join(f"`{row}`" for row in MEAN_BASED)
-    if margin > 0:
-        verdict = f"{readers} lead every mean-based pooler ({based}) by at least {margin:.2f} nDCG@10 points"
-    else:
-        verdict = f"{readers} do not both lead every mean-based pooler ({based})"
-    return [
-        f"SciFact, [CLS]-reading against mean-based poolers: {verdict}; the smallest margin is "
-        f"`{low}` − `{high}` = {margin:+.2f} ({means[low]:.2f} against {means[high]:.2f}).",
         "",
     ]

@@ -1,5 +1,5 @@
 """The report's judgements, read off a grid's cells: rankings, gaps against the seed spread (with Welch's
-t-test), what training did against the untouched backbone, and the LWAP variants' target."""
+t-test), what training did against the untouched backbone, what each added row adds."""
 
 from __future__ import annotations
 
@@ -7,19 +7,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from lwap.compare.grid import (
-    CLS_VARIANTS,
-    COMPONENT_VARIANTS,
-    NATIVE_VARIANTS,
-    PLANNED_SEEDS,
-    POOLERS,
-    SCALE_VARIANTS,
-    UNTOUCHED_POOLINGS,
-    VARIANTS,
-    pooling_of,
-    variant_overrides,
-)
 from lwap.compare.paired import holm, p_text, paired, word
+from lwap.compare.rows import Rows
 
 # The three figures each verdict reads: SimCSE's STS aggregation, the LWAP paper's, and retrieval.
 HEADLINE = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
@@ -29,11 +18,11 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The regime in short: where the paper's `lwap` ranks among the poolers (by mean over seeds) on
-    Avg. (all), Avg. (wmean) and SciFact, and its gap to `cls`, the paper's baseline, on each of the
+def standing(cells: dict[str, list[dict[str, Any]]], rows: Rows, baseline: str = "cls") -> list[str]:
+    """The regime in short: where the paper's `lwap` ranks among the planned rows (by mean over seeds) on
+    Avg. (all), Avg. (wmean) and SciFact, and its gap to `baseline` (the paper's: `cls`) on each of the
     three (STS under both aggregations, and retrieval), judged against the seed spread."""
-    poolers = [p for p in cells if p in POOLERS]
+    poolers = [p for p in cells if p in rows.planned]
     if "lwap" not in poolers or len(poolers) < 2:
         return []
     out = []
@@ -42,30 +31,32 @@ def standing(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
         order = sorted(poolers, key=lambda p: -means[p])
         ranked = " > ".join(f"`{p}` {means[p]:.2f}" for p in order)
         out.append(f"- {label}: `lwap` ranks {order.index('lwap') + 1} of {len(order)} ({ranked}).")
-    baseline = paper_baseline(cells)
     if baseline in cells:
         for key, label in HEADLINE:
             base, other = ([c["scores"][key] for c in cells[p]] for p in ("lwap", baseline))
             gap = difference("lwap", baseline, base, other)
             out.append(f"- Against `{baseline}` (the paper's baseline), {label}: {gap}.")
     seeds = sorted({len(cells[p]) for p in poolers})
-    caveat = "" if seeds == [len(PLANNED_SEEDS)] else " (not every pooler has all its seeds yet: provisional)"
+    caveat = "" if seeds == [len(rows.seeds)] else " (not every pooler has all its seeds yet: provisional)"
     return [f"In short{caveat}:", "", *out, ""]
 
 
 def budget_check(
-    cells: dict[str, list[dict[str, Any]]], reference: dict[str, Any] | None, others: Sequence[dict[str, Any]]
+    cells: dict[str, list[dict[str, Any]]],
+    reference: dict[str, Any] | None,
+    others: Sequence[dict[str, Any]],
+    rows: Rows,
 ) -> list[str]:
-    """Like for like against the untouched rows of a plain (e.g. MLM-only) backbone: trained `cls`, `mean`
-    and `first_last_avg` against the same pooling with no training. Issue 11 asks for a budget under which
-    plain SimCSE clearly gains, as it does on MLM backbones; this is where that is read off."""
+    """Like for like against the untouched rows of a plain (e.g. MLM-only) backbone: each trained pooling
+    against the same pooling with no training. A budget under which plain SimCSE clearly gains, as it does
+    on MLM backbones, is read off here."""
     untouched = {o["pooling"]: o for o in others}
     if not untouched:
         return []
     if reference:
         untouched["mean"] = reference
     out = []
-    for pooling in UNTOUCHED_POOLINGS:
+    for pooling in rows.untouched:
         if pooling not in cells or pooling not in untouched:
             continue
         values = [c["scores"]["avg_all"] for c in cells[pooling]]
@@ -93,7 +84,7 @@ def budget_check(
 def plain_simcse_bar(
     cells: dict[str, list[dict[str, Any]]], untouched: dict[str, dict[str, Any]]
 ) -> list[str]:
-    """SimCSE's own bar (issue 26): plain SimCSE, trained `cls`, above every untouched row, the best of
+    """SimCSE's own bar: plain SimCSE, trained `cls`, above every untouched row, the best of
     them included, as unsup-SimCSE-BERT is above "BERT (first-last avg.)". Stated whichever way it falls,
     so a budget that misses it says so beside the cells that ran under it."""
     if "cls" not in cells:
@@ -111,102 +102,19 @@ def plain_simcse_bar(
     ]
 
 
-def variant_legend(cells: dict[str, list[dict[str, Any]]], regime: str) -> list[str]:
-    """What each LWAP variant row adds to the grid's budget: the variants for already-trained encoders
-    (issue 12), then those that replace one of LWAP's components (issue 37)."""
+def variant_legend(cells: dict[str, list[dict[str, Any]]], regime: str, rows: Rows) -> list[str]:
+    """What each added row adds to the grid's budget, in the rows file's groups (`Rows.legend_groups`)."""
     lines = []
-    for group, what in (
-        (NATIVE_VARIANTS, "LWAP variants for already-trained encoders"),
-        (COMPONENT_VARIANTS, "LWAP with a component replaced (its queries or what its output reads)"),
-        (SCALE_VARIANTS, "LWAP with the levels' scales made alike"),
-        (CLS_VARIANTS, "SimCSE's supervised baseline (the row the paper's claim is read against)"),
-    ):
-        rows = [row for row in cells if row in group]
-        if not rows:
+    for group in rows.legend_groups():
+        present = [row for row in cells if row in group.rows]
+        if not present:
             continue
-        seeds = ", ".join(f"`{row}` {len(cells[row])}/{len(PLANNED_SEEDS)}" for row in rows)
-        lines += [f"{what} (seeds run: {seeds}), `{pooling_of(rows[0])}` plus:", ""]
-        lines += [
-            f"- `{row}`: " + ", ".join(f"`{o}`" for o in variant_overrides(row, regime)) for row in rows
-        ]
+        seeds = ", ".join(f"`{row}` {len(cells[row])}/{len(rows.seeds)}" for row in present)
+        lines += [f"{group.title} (seeds run: {seeds}), `{rows.pooling_of(present[0])}` plus:", ""]
+        for row in present:
+            lines.append(f"- `{row}`: " + ", ".join(f"`{o}`" for o in rows.overrides(row, regime)))
         lines += [""]
     return lines
-
-
-def variant_verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Each LWAP variant for already-trained encoders against `mean` trained with the same budget (issue
-    12's target)."""
-    rows = [row for row in cells if row in NATIVE_VARIANTS]
-    if not rows or "mean" not in cells:
-        return []
-    out = ["", "LWAP variants against `mean` (same budget and data order):", ""]
-    for key, label in (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10")):
-        other = [c["scores"][key] for c in cells["mean"]]
-        for row in rows:
-            base = [c["scores"][key] for c in cells[row]]
-            out.append(f"- {label}: " + difference(row, "mean", base, other))
-    return [*out, "", variant_target(cells, rows)]
-
-
-def variant_target(cells: dict[str, list[dict[str, Any]]], rows: list[str]) -> str:
-    """Issue 12's target, read off the cells: the best LWAP variant (by its mean STS-B dev score, the
-    selection a user can make without test data) beats `mean` on Avg. (all) by more than the seed spread,
-    with SciFact nDCG@10 not lower."""
-
-    def avg(row: str, key: str) -> tuple[float, float]:
-        return mean_std([c["scores"][key] for c in cells[row]])
-
-    partial = [row for row in rows if len(cells[row]) < len(PLANNED_SEEDS)]
-    candidates = [row for row in rows if row not in partial] or rows
-    best = max(candidates, key=lambda r: statistics.fmean(c["train"]["best_dev_spearman"] for c in cells[r]))
-    pending = ", ".join(f"`{row}` ({len(cells[row])} of {len(PLANNED_SEEDS)} seeds)" for row in partial)
-    caveat = (
-        f" Not counted until their seeds are complete: {pending}." if partial and best not in partial else ""
-    )
-    (m1, s1), (m2, s2) = avg(best, "avg_all"), avg("mean", "avg_all")
-    scifact = avg(best, "scifact_ndcg@10")[0] - avg("mean", "scifact_ndcg@10")[0]
-    head = (
-        f"Best variant by STS-B dev: `{best}`; Avg. (all) {m1 - m2:+.2f} against `mean`, "
-        f"SciFact {scifact:+.2f}. "
-    )
-    if len(cells[best]) < len(PLANNED_SEEDS):
-        return (
-            head + f"Target not decided yet: `{best}` has {len(cells[best])} of {len(PLANNED_SEEDS)} seeds."
-        )
-    met = m1 - m2 > s1 + s2 and scifact >= 0
-    if met:
-        return head + "**Target met.**" + caveat
-    spread = f"(needed: more than the summed seed spreads, {s1 + s2:.2f}, with SciFact not lower)"
-    return (
-        head
-        + f"**Target not met**: no variant beats `mean` as asked {spread}. "
-        + attention_note(cells[best])
-        + caveat
-    )
-
-
-def attention_note(runs: list[dict[str, Any]]) -> str:
-    """Why a variant could not move far from its start, read off its cells: how far its layer attention
-    is from uniform (a head that learned nothing layer-specific) and what training added on STS-B dev."""
-    profiles = [c["layer_attention"]["mean_attention"] for c in runs if c.get("layer_attention")]
-    dev = statistics.fmean(
-        (c["train"]["best_dev_spearman"] - c["train"]["dev_spearman_before"]) * 100 for c in runs
-    )
-    note = f"Training added {dev:+.2f} STS-B dev points to the start on average"
-    if not profiles:
-        return note + "."
-    profile = [statistics.fmean(v) for v in zip(*profiles, strict=True)]
-    seeds = f"{len(profiles)} seed{'s' * (len(profiles) > 1)}"
-    note += (
-        f"; the mean attention per layer (STS-B test, {seeds}) runs from {min(profile):.3f} to "
-        f"{max(profile):.3f} against a uniform {1 / len(profile):.3f}"
-    )
-    if max(profile) < 1.5 * min(profile):
-        return note + (
-            ": the head learned almost no preference among layers, so its correction is close to one "
-            "average of all layers."
-        )
-    return note + f", most on layer {profile.index(max(profile))} (0 = embedding output)."
 
 
 class Gap(NamedTuple):
@@ -278,12 +186,6 @@ def against_untouched(cells: dict[str, list[dict[str, Any]]], reference: dict[st
     ]
 
 
-def paper_baseline(cells: dict[str, list[dict[str, Any]]]) -> str:
-    """The row the paper's claim is read against: supervised SimCSE keeps its MLP at inference, so a
-    grid with `cls-mlp` cells reads `lwap` against them; otherwise `cls` (unsupervised SimCSE's own)."""
-    return "cls-mlp" if "cls-mlp" in cells else "cls"
-
-
 def spread_word(g: Gap) -> str:
     """The seed-spread rule's verdict: above or below where |Δ| exceeds the two sds summed."""
     if not g.larger:
@@ -304,9 +206,10 @@ def comparisons(cells: dict[str, list[dict[str, Any]]], rows: list[str], keys: S
     return [(*item, q) for item, q in zip(found, adjusted, strict=True)]
 
 
-def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """`lwap` against every other non-variant row, read two ways: the seed-spread rule (|Δ mean| >
-    std(a) + std(b), with Welch's p) and paired by seed with Holm's correction over the whole list."""
+def verdicts(cells: dict[str, list[dict[str, Any]]], rows: Rows) -> list[str]:
+    """`lwap` against every other row that is not `lwap` with settings of its own, read two ways: the
+    seed-spread rule (|Δ mean| > std(a) + std(b), with Welch's p) and paired by seed with Holm's correction
+    over the whole list."""
     if "lwap" not in cells:
         return ["_No `lwap` cells: no comparison._"]
     out = [
@@ -316,16 +219,16 @@ def verdicts(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
         "seeds agreeing with its sign, the paired t-test's p and Holm's adjustment over this list;",
         "above / below where the adjusted p < 0.05. *Changes*: where the two readings differ.",
     ]
-    if min((len(runs) for pooler, runs in cells.items() if pooler in POOLERS), default=0) < 3:
+    if min((len(runs) for pooler, runs in cells.items() if pooler in rows.planned), default=0) < 3:
         out.append("(Fewer than three seeds per pooler so far: the spreads are rough estimates and")
         out.append("these verdicts provisional.)")
     columns = (
         "| metric | `lwap` − | Δ | seed spread (p) | paired d ± sd | seeds | p | Holm p | paired | changes |"
     )
     out += ["", columns, "|" + " --- |" * 10]
-    rows = [r for r in cells if r != "lwap" and r not in VARIANTS]
+    others = [r for r in cells if rows.pooling_of(r) != "lwap"]
     keys = (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
-    for label, row, g, d, q in comparisons(cells, rows, keys):
+    for label, row, g, d, q in comparisons(cells, others, keys):
         spread = "one seed" if g.larger is None else f"{spread_word(g)} ({p_text(g.p)})"
         if d is None:
             out.append(f"| {label} | `{row}` | {g.delta:+.2f} | {spread} | – | – | – | – | – | – |")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from lwap.errors import ConfigError
 
+ROWS_FOLDER = "compare/rows"  # `lwap compare --rows` files (lwap/compare/rows.py), not training configs
+
 
 def shipped_folder() -> Path:
     """Where the shipped configs are installed (the checkout's configs/ for an editable install)."""
@@ -23,7 +25,8 @@ def shipped_folder() -> Path:
 def shipped_configs() -> dict[str, Path]:
     """Name ('quickstart', 'compare/unsup-minilm') -> file, in name order."""
     root = shipped_folder()
-    files = sorted(root.rglob("*.yaml"), key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
+    found = [p for p in root.rglob("*.yaml") if p.parent != root / ROWS_FOLDER]
+    files = sorted(found, key=lambda p: (len(p.relative_to(root).parts), p.as_posix()))
     return {p.relative_to(root).with_suffix("").as_posix(): p for p in files}
 
 

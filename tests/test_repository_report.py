@@ -1,6 +1,7 @@
 """The repository's own report (benchmarks/grid/report_*.py): docs/RESULTS.md reproduced byte for byte
-from the committed cells, and what it adds to `lwap compare`'s generic report: the overview across the
-backbones, issue 37's decomposition, what a re-run reproduces. The gates: tests/test_gate_section.py; the
+from the committed cells, and what it adds to `lwap compare`'s generic report: the study's rows and
+their legend, issue 12's target, SimCSE's supervised baseline, the overview across the backbones, issue
+37's decomposition, what a re-run reproduces. The gates: tests/test_gate_section.py; the
 retrained geometry panels: tests/test_compare_geometry.py."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_compare_report import report_text, write_cell
+from test_compare_report import committed_grid_copy, report_text, shift_cell, write_cell
 
 from benchmarks.grid.report_repository import RepositoryReport
 from lwap.compare.cells import load_cells
@@ -145,3 +146,110 @@ def test_the_decomposition_and_verdict_follow_the_pre_registration(tmp_path: Pat
     # the context beside a win: does the paper's `lwap` pass the same rule, and is the winner beyond it?
     assert "-4.00 (spread 0.20), SciFact -8.00 (spread 0.00): it does not pass the rule." in text
     assert "- `lwap-latent-attn` − `lwap`: Avg. (all) +5.10 (beyond the spread 0.20; p = 0.000)" in text
+
+
+def test_lwap_variants_get_rows_a_legend_and_the_target_verdict(tmp_path: Path) -> None:
+    """The study's rows (configs/compare/rows/study.yaml) and issue 12's target for the variants for
+    already-trained encoders: the best by STS-B dev against `mean`."""
+    for seed in range(3):
+        write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
+        write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0)
+        write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 80.5 + 0.1 * seed, 65.5)
+    write_cell(tmp_path / "cells/unsup", "lwap-all", 0, 79.0, 64.0)
+    text = report_text(tmp_path, RepositoryReport)
+    assert "Grid: 6 of 18 planned cells" in text  # variants are extra rows, not grid cells
+    assert "| `lwap-native` | 3 | 80.60 ± 0.10 |" in text
+    assert "- `lwap-native`: `model.lwap_start=native`" in text
+    assert "- `lwap-all`: `model.lwap_start=native`, `training.head_learning_rate_multiplier=10`, " in text
+    assert "`training.head_warmup_steps=50`" in text  # the unsupervised regime's warm-up
+    assert "`lwap-native` − `mean` = +1.00 (**larger than the seed spread**" in text
+    assert "**Target met.**" in text  # all cells share one dev score: the first variant is the best
+
+
+def test_component_variants_get_rows_and_a_legend_of_their_own(tmp_path: Path) -> None:
+    """LWAP with a component replaced (issue 37): a row each and its overrides, in the study's order;
+    not one of the variants for already-trained encoders, whose target verdict leaves them out."""
+    for seed in range(3):
+        write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
+        write_cell(tmp_path / "cells/unsup", "lwap", seed, 76.0, 57.0)
+        write_cell(tmp_path / "cells/unsup", "lwap-latent-attn", seed, 81.0 + 0.1 * seed, 66.0)
+    write_cell(tmp_path / "cells/unsup", "lwap-meanq", 0, 77.0, 58.0)
+    text = report_text(tmp_path, RepositoryReport)
+    assert "Grid: 6 of 18 planned cells" in text  # variants are extra rows, not grid cells
+    assert "| `lwap-latent-attn` | 3 | 81.10 ± 0.10 |" in text and "| `lwap-meanq` | 1 | 77.00 |" in text
+    legend = "LWAP with a component replaced (its queries or what its output reads) (seeds run: "
+    assert legend + "`lwap-meanq` 1/3, `lwap-latent-attn` 3/3), `lwap` plus:" in text  # in the study's order
+    assert "- `lwap-latent-attn`: `model.lwap_queries=latent`, `model.lwap_output=attention`" in text
+    assert "- `lwap-meanq`: `model.lwap_queries=mean`" in text
+    assert "already-trained encoders" not in text and "Best variant by STS-B dev" not in text
+    assert "`lwap` − `lwap-meanq`" not in text  # the differences against `lwap` list the poolers only
+
+
+def test_a_missed_variant_target_says_why_with_the_attention_profile(tmp_path: Path) -> None:
+    profile = {"layers": [0, 1, 2, 3], "sentences": 5, "mean_attention": [0.2, 0.25, 0.25, 0.3]}
+    for seed in range(3):
+        write_cell(tmp_path / "cells/unsup", "mean", seed, 79.5 + 0.1 * seed, 65.0)
+        write_cell(tmp_path / "cells/unsup", "lwap-native", seed, 79.6, 65.5, {"layer_attention": profile})
+    text = report_text(tmp_path, RepositoryReport)
+    assert (
+        "**Target not met**: no variant beats `mean` as asked "
+        "(needed: more than the summed seed spreads, 0.10" in text
+    )
+    assert "Training added +4.00 STS-B dev points" in text  # 0.80 -> 0.84 in every written cell
+    assert "runs from 0.200 to 0.300 against a uniform 0.250: the head learned almost no preference" in text
+    assert "Not counted" not in text
+
+    write_cell(tmp_path / "cells/unsup", "lwap-headlr", 0, 85.0, 70.0)  # one seed: not yet a candidate
+    text = report_text(tmp_path, RepositoryReport)
+    assert "Best variant by STS-B dev: `lwap-native`" in text
+    assert "Not counted until their seeds are complete: `lwap-headlr` (1 of 3 seeds)." in text
+
+
+def test_the_levelnorm_rows_attention_is_reported_beside_lwaps(tmp_path: Path) -> None:
+    """Issue 50's pre-registration: `lwap-levelnorm`'s attention profile is read beside `lwap`'s (does
+    making the levels' scales alike move the attention off the embedding output?)."""
+    on_embeddings = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.9, 0.05, 0.05]}
+    spread = {"layers": [0, 1, 2], "sentences": 5, "mean_attention": [0.3, 0.3, 0.4]}
+    folder = tmp_path / "cells/backbones/mlm/sup"
+    for row, profile in (("lwap", on_embeddings), ("lwap-levelnorm", spread)):
+        extra = {"layer_attention": profile, "backbone": "../models/mlm", "regime": "sup"}
+        write_cell(folder, row, 0, 60.0, 40.0, extra)
+    section = (
+        report_text(tmp_path, RepositoryReport).split("## What LWAP attends to")[1].split("## Every run")[0]
+    )
+    assert "- mlm · lwap (1 seed): most on the embedding output (0.900)" in section
+    assert "- mlm · lwap-levelnorm (1 seed): most on layer 2 (0.400)" in section
+
+
+def test_scifact_lead_of_cls_and_lwap_over_mean_based_poolers_is_read_off_the_cells(tmp_path: Path) -> None:
+    from benchmarks.grid.report_verdicts import scifact_cls_against_mean
+
+    folder = committed_grid_copy(tmp_path, "backbones/minilm-l6-mlm/sup")
+    line = scifact_cls_against_mean(load_cells(folder))[0]
+    assert "`cls` and `lwap` lead every mean-based pooler (`mean`, `first_last_avg`, `last2_avg`)" in line
+    assert "by at least 9.00 nDCG@10 points; the smallest margin is `lwap` − `mean` = +9.00" in line
+    assert "(42.69 against 33.69)" in line
+    shift_cell(folder / "mean-seed0.json", "scores", "scifact_ndcg@10", 3.0)  # `mean`'s average +1.00
+    assert "by at least 8.00 nDCG@10 points" in scifact_cls_against_mean(load_cells(folder))[0]
+    shift_cell(folder / "mean-seed0.json", "scores", "scifact_ndcg@10", 30.0)
+    line = scifact_cls_against_mean(load_cells(folder))[0]
+    assert "`cls` and `lwap` do not both lead every mean-based pooler" in line
+    assert "the smallest margin is `lwap` − `mean` = -2.00" in line
+    for seed in (0, 1, 2):
+        (folder / f"last2_avg-seed{seed}.json").unlink()
+    assert scifact_cls_against_mean(load_cells(folder)) == []  # a mean-based pooler missing: no sentence
+
+
+def test_a_supervised_grid_reads_lwap_against_simcse_with_its_mlp(tmp_path: Path) -> None:
+    """With `cls-mlp` cells (supervised SimCSE's MLP kept at inference) the paper's baseline is that row,
+    and the grid's `cls` is named for what it drops."""
+    for seed in range(3):
+        for row, avg in (("lwap", 80.0), ("cls", 75.0), ("cls-mlp", 79.0 + seed)):
+            write_cell(tmp_path / "cells/sup", row, seed, avg, 60.0, {"regime": "sup"})
+    text = report_text(tmp_path, RepositoryReport)
+    assert "| `cls` ([CLS] without the MLP) | 3 | 75.00 ± 0.00 |" in text
+    assert "| `cls-mlp` | 3 | 80.00 ± 1.00 |" in text
+    assert "- Against `cls-mlp` (the paper's baseline), Avg. (all): `lwap` − `cls-mlp` = +0.00" in text
+    assert "SimCSE's supervised baseline (the row the paper's claim is read against)" in text
+    assert "`cls-mlp` 3/3), `cls` plus:" in text and "- `cls-mlp`: `model.mlp_at_inference=true`" in text
+    assert "| Avg. (all) | `cls-mlp` | +0.00 |" in text and "| Avg. (all) | `cls` | +5.00 |" in text

@@ -44,8 +44,9 @@ if __package__ in (None, ""):  # run as a file: the repository root on sys.path,
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import REPO
+from benchmarks.grid.study import UNTOUCHED
 from lwap.compare.cells import read
-from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
+from lwap.compare.grid import Grid, backbone_name
 
 MARGIN = 2.0  # Avg. (all) points: "clearly" above every untouched row
 BUDGETS: dict[str, dict[str, list[str]]] = {
@@ -116,7 +117,7 @@ def probe(
     for regime in ("unsup", "sup"):
         for i, label in enumerate(rule.budgets):
             run_budget(backbone, regime, label, results, work, (regime, i) == ("unsup", 0), rule)
-            untouched = {p: read(reference.reference_file(backbone, p))["scores"] for p in UNTOUCHED_POOLINGS}
+            untouched = {p: read(reference.reference_file(backbone, p))["scores"] for p in UNTOUCHED}
             before = {p: scores["avg_all"] for p, scores in untouched.items()}
             grid = Grid(results / label, work / label)
             trained = {

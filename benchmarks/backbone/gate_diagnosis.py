@@ -25,8 +25,9 @@ if __package__ in (None, ""):  # run as a file: the repository root on sys.path,
 
 from benchmarks import REPO
 from benchmarks.backbone.budget_probe import GATE_BUDGETS, GATE_MARGINS
+from benchmarks.grid.study import UNTOUCHED
 from lwap.compare.cells import read, scores
-from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
+from lwap.compare.grid import Grid, backbone_name
 
 GATE_BUDGET = next(iter(GATE_BUDGETS))  # the gate's first budget, the one the control repeats
 MARGIN = GATE_MARGINS["unsup"]  # the control repeats the gate's unsupervised cells
@@ -78,7 +79,7 @@ def diagnosis(backbone: str, repo: Path = REPO) -> str:
     name = backbone_name(backbone)
     results = repo / "benchmarks/results/compare/budget" / name
     grid = Grid(results / GATE_BUDGET, repo / "runs/budget" / name / GATE_BUDGET)
-    untouched = {p: read(grid.reference_file(backbone, p))["scores"]["avg_all"] for p in UNTOUCHED_POOLINGS}
+    untouched = {p: read(grid.reference_file(backbone, p))["scores"]["avg_all"] for p in UNTOUCHED}
     bar = max(untouched.values()) + MARGIN
     runs = [
         (

@@ -41,8 +41,9 @@ from benchmarks import REPO
 from benchmarks.backbone.budget_probe import GATE_BUDGETS, GATE_MARGINS
 from benchmarks.backbone.gate_diagnosis import CLEARS_WORDS, clears, lwap_row, plain_row, row_cells
 from benchmarks.backbone.mlm_data import evaluation_sentences, normalise
+from benchmarks.grid.study import UNTOUCHED
 from lwap.compare.cells import read
-from lwap.compare.grid import UNTOUCHED_POOLINGS, Grid, backbone_name
+from lwap.compare.grid import Grid, backbone_name
 from lwap.paths import data_dir
 
 BACKBONE = "benchmarks/backbones/bert-prenorm-4l256-sentences"
@@ -225,9 +226,7 @@ def report() -> str:
     for arm in ARMS:
         grid, folder = Grid(RESULTS / "arms" / arm, RUNS / "arms" / arm), arm_folder(arm)
         try:
-            untouched = [
-                read(grid.reference_file(folder, p))["scores"]["avg_all"] for p in UNTOUCHED_POOLINGS
-            ]
+            untouched = [read(grid.reference_file(folder, p))["scores"]["avg_all"] for p in UNTOUCHED]
         except Exception:  # not measured yet
             untouched = []
         bar = max(untouched) + GATE_MARGINS["unsup"] if untouched else None

@@ -28,6 +28,7 @@ import torch
 from transformers import set_seed
 
 from benchmarks import REPO
+from benchmarks.grid.study import ROWS
 from lwap.compare.attention import attention_profiles
 from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name, backbones
 from lwap.eval.sts_data import load_stsb
@@ -94,7 +95,7 @@ def backbone_table(backbone: str, seed: int, texts: list[str], grid: Grid) -> li
         row("attention at init, 1/√H", sqrt["attention"]),
     ]
     for regime in REGIMES:
-        for profile in attention_profiles(grid, [backbone], regime):
+        for profile in attention_profiles(grid, [backbone], regime, ROWS):
             if profile.row == "lwap":
                 seeds = f"{profile.seeds} seed{'s' * (profile.seeds > 1)}"
                 label = f"attention trained, {REGIME_WORDS[regime]} ({seeds})"

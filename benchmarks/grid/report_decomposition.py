@@ -7,8 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from lwap.compare.grid import PLANNED_SEEDS
-from lwap.compare.summaries import MEAN_BASED
+from benchmarks.grid.study import MEAN_BASED, PLANNED_SEEDS
 from lwap.compare.verdicts import HEADLINE, gap, mean_std
 
 Cells = dict[str, list[dict[str, Any]]]

@@ -14,8 +14,9 @@ from typing import Any
 from lwap.compare import geometry
 from lwap.compare.cells import load_cells, read
 from lwap.compare.geometry import MEASURES, Panel, Run
-from lwap.compare.grid import POOLERS, REGIMES, UNTOUCHED_POOLINGS, Grid, backbone_name, backbones
+from lwap.compare.grid import REGIMES, Grid, backbone_name, backbones
 from lwap.compare.prose import Wording
+from lwap.compare.rows import Rows
 
 RETRAIN_COMMAND = "python benchmarks/geometry_cells.py run"  # retired; commit 06d4c1a has it
 
@@ -31,40 +32,42 @@ def retrained_dir(grid: Grid, backbone: str) -> Path:
     return grid.results / "geometry" / backbone_name(backbone)
 
 
-def untouched_rows(grid: Grid, backbone: str) -> dict[str, dict[str, Any]]:
+def untouched_rows(grid: Grid, backbone: str, rows: Rows) -> dict[str, dict[str, Any]]:
     """The untouched rows with geometry: the reference file's own, else its retrained measurement."""
-    rows = geometry.untouched_rows(grid, backbone)
-    for pooling in UNTOUCHED_POOLINGS:
+    found = geometry.untouched_rows(grid, backbone, rows)
+    for pooling in rows.untouched:
         retrained = retrained_dir(grid, backbone) / f"untouched-{pooling}.json"
-        if pooling in rows or not retrained.exists():
+        if pooling in found or not retrained.exists():
             continue
         reference = grid.reference_file(backbone, pooling)
         scores = read(reference)["scores"] if reference.exists() else {}
-        rows[pooling] = {"geometry": read(retrained)["geometry"], "sts_avg": scores.get("avg_all")}
-    return {p: rows[p] for p in UNTOUCHED_POOLINGS if p in rows}
+        measured = read(retrained)["geometry"]
+        label = geometry.untouched_label(rows, pooling)
+        found[pooling] = {"geometry": measured, "sts_avg": scores.get("avg_all"), "label": label}
+    return {p: found[p] for p in rows.untouched if p in found}
 
 
-def retrained_panel(grid: Grid, backbone: str, regime: str) -> Panel | None:
-    """A grid's panel from the retrains of its cells; None where there are none."""
+def retrained_panel(grid: Grid, backbone: str, regime: str, rows: Rows) -> Panel | None:
+    """A grid's panel from the retrains of its cells (its planned rows); None where there are none."""
     runs: dict[str, list[Run]] = {}
     for path in sorted((retrained_dir(grid, backbone) / regime).glob("*-seed*.json")):
         cell = read(path)
         runs.setdefault(cell["pooler"], []).append(retrained_run(cell))
-    runs = {p: sorted(runs[p], key=lambda r: r.seed) for p in POOLERS if p in runs}
+    runs = {p: sorted(runs[p], key=lambda r: r.seed) for p in rows.planned if p in runs}
     if not runs:
         return None
-    averages = geometry.grid_averages(load_cells(grid.cells_dir(backbone) / regime), runs)
+    averages = geometry.grid_averages(load_cells(grid.cells_dir(backbone) / regime, rows.order), runs)
     return Panel(backbone, regime, runs, True, {}, averages)
 
 
-def panels(results: Path) -> list[Panel]:
+def panels(results: Path, rows: Rows) -> list[Panel]:
     """Each grid's panel: from its own cells where they have the geometry, else from their retrains."""
     grid = Grid(results, results / "work")
     found = []
     for backbone in backbones(results):
-        untouched = untouched_rows(grid, backbone)
+        untouched = untouched_rows(grid, backbone, rows)
         for regime in REGIMES:
-            p = geometry.panel(grid, backbone, regime) or retrained_panel(grid, backbone, regime)
+            p = geometry.panel(grid, backbone, regime, rows) or retrained_panel(grid, backbone, regime, rows)
             if p:
                 found.append(p._replace(untouched=untouched))
     return found

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from benchmarks.grid.report_decomposition import best_mean_based
+from benchmarks.grid.study import ROWS, paper_baseline
 from lwap.compare.cells import load_cells
 from lwap.compare.grid import REGIME_WORDS, REGIMES, Grid, backbone_name
 from lwap.compare.paired import holm, p_text, paired, word
-from lwap.compare.verdicts import HEADLINE, gap, paper_baseline, spread_word
+from lwap.compare.verdicts import HEADLINE, gap, spread_word
 
 Cells = dict[str, list[dict[str, Any]]]
 Grids = list[tuple[str, str, Cells]]  # (backbone, regime, its cells), each grid loaded once
@@ -49,7 +50,7 @@ def bold(verdict: str) -> str:
 
 
 def load_grids(grid: Grid, found: list[str]) -> Grids:
-    return [(b, r, load_cells(grid.cells_dir(b) / r)) for b in found for r in REGIMES]
+    return [(b, r, load_cells(grid.cells_dir(b) / r, ROWS.order)) for b in found for r in REGIMES]
 
 
 def rows_against(

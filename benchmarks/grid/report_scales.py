@@ -6,12 +6,11 @@ read a second time with `lwap-levelnorm` as LWAP, both readings reported."""
 
 from __future__ import annotations
 
-from benchmarks.grid.report_decomposition import PLANNED_SEEDS
 from benchmarks.grid.report_overview import TABLES, Grids, rows_against, table, verdict_cell
-from lwap.compare.grid import REGIME_WORDS, SCALE_VARIANTS, backbone_name
+from benchmarks.grid.study import PLANNED_SEEDS, SCALE_ROW
+from lwap.compare.grid import REGIME_WORDS, backbone_name
 from lwap.compare.paired import holm, paired
 
-SCALE_ROW = next(iter(SCALE_VARIANTS))  # "lwap-levelnorm"
 KEYS = (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10"))  # the pre-registered two
 
 
