@@ -64,3 +64,23 @@ def test_the_machine_capture_has_what_every_report_reads(tmp_path) -> None:
     for key in ("torch", "transformers", "sentence_transformers", "python", "commit", "date", "cuda"):
         assert key in info
     assert git_commit(tmp_path) is None  # not a checkout: no commit, no error
+
+
+def test_speed_says_which_files_it_wrote(tmp_path) -> None:
+    """`speed.py --only` without `stock/fp32` writes the JSON alone (the report's tables are read against
+    that row) and says so; a run with it writes both."""
+    import json
+
+    from conftest import REPO
+
+    from benchmarks.speed.speed import save
+
+    result = json.loads((REPO / "docs" / "BENCHMARKS.json").read_text(encoding="utf-8"))
+    only = {**result, "training": {k: v for k, v in result["training"].items() if k != "stock/fp32"}}
+    md = tmp_path / "only" / "BENCHMARKS.md"
+    said = save(only, md)
+    assert said.startswith(f"wrote {md.with_suffix('.json')}; not {md}: ") and not md.exists()
+    assert json.loads(md.with_suffix(".json").read_text(encoding="utf-8"))["training"] == only["training"]
+    md = tmp_path / "all" / "BENCHMARKS.md"
+    assert save(result, md) == f"wrote {md} and {md.with_suffix('.json')}"
+    assert md.read_text(encoding="utf-8").startswith("# Speed benchmarks")
