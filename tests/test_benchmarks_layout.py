@@ -1,6 +1,7 @@
 """benchmarks/ as docs/DEVELOPING.md describes it: folders named for why a script is rerun and no loose
 script, one way for scripts to import each other, and every script path the tree names (docs, committed
-results, model folders' SOURCE.md, code) either still there or mapped by the one table of old paths."""
+results, model folders' SOURCE.md, code) either still there or a retired study's script, which
+benchmarks/README.md names with the commit that still has it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from pathlib import Path
 
 from conftest import REPO
 
-from benchmarks import MOVED, RETIRED, RETIRED_AT, current, retired_note
 from benchmarks.speed.speed_before_after import speed_script
 
 SCRIPT_FOLDERS = ("speed", "baselines", "grid", "backbone", "owntask", "elastic")
@@ -72,9 +72,21 @@ def test_scripts_import_each_other_only_as_absolute_benchmarks_modules() -> None
                 assert name.split(".")[0] not in siblings, f"{path}: `{name}` is not benchmarks.<folder>.<x>"
 
 
-def test_every_script_path_named_in_the_tree_resolves_or_is_mapped() -> None:
-    """Committed results keep the command they were made with; MOVED maps an old path to today's, and a
-    retired script is one of RETIRED (commit RETIRED_AT has it). Anything else is a stale name."""
+RETIRED_AT = "06d4c1a"  # the last commit of the flat layout, which still has the retired scripts
+
+
+def retired_scripts() -> set[str]:
+    """The retired studies' scripts, as benchmarks/README.md lists them beside the commit that has them."""
+    text = (REPO / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Retired studies", 1)[1].split("\n## ", 1)[0]
+    assert f"**{RETIRED_AT}**" in section
+    return {f"benchmarks/{name}" for name in re.findall(r"`([\w.-]+\.(?:py|sh))`", section)}
+
+
+def test_every_script_path_named_in_the_tree_resolves_or_is_a_retired_script() -> None:
+    """Committed results and model folders name the script they were made with by today's path; a
+    retired study's script is one benchmarks/README.md lists. Anything else is a stale name."""
+    retired = retired_scripts()
     stale = []
     for path in REPO.rglob("*"):
         relative = path.relative_to(REPO)
@@ -83,29 +95,22 @@ def test_every_script_path_named_in_the_tree_resolves_or_is_mapped() -> None:
         if any(part.endswith(".egg-info") for part in relative.parts):
             continue
         for named in set(SCRIPT_PATH.findall(path.read_text(encoding="utf-8", errors="replace"))):
-            if named not in RETIRED and not (REPO / current(named)).exists():
+            if named not in retired and not (REPO / named).exists():
                 stale.append(f"{relative}: {named}")
     assert not stale, "script paths that name nothing:\n" + "\n".join(sorted(stale))
 
 
-def test_the_table_maps_old_paths_to_files_that_exist() -> None:
-    for old, new in MOVED.items():
-        assert not (REPO / old).exists() and (REPO / new).exists(), (old, new)
-    for old in RETIRED:
-        assert not (REPO / old).exists() and old not in MOVED
-    assert current("python benchmarks/speed_levers.py --runs /tmp/x") == (
-        "python benchmarks/speed/speed_levers.py --runs /tmp/x"
-    )
-    assert current("benchmarks/speedbench/report.py") == "benchmarks/speed/speedbench/report.py"
-    assert (
-        current("benchmarks/speed/speed.py, x/benchmarks/speed.py")
-        == "benchmarks/speed/speed.py, x/benchmarks/speed.py"
-    )
-    assert (
-        retired_note("python benchmarks/train_compile.py")
-        == f"; a retired study, its script in commit {RETIRED_AT}"
-    )
-    assert retired_note("python benchmarks/speed/speed.py") == ""
+def test_the_retired_scripts_are_gone_and_in_the_commit_the_readme_names() -> None:
+    retired = retired_scripts()
+    assert len(retired) == 9 and "benchmarks/train_compile.py" in retired
+    assert not [name for name in retired if (REPO / name).exists()]
+    known = subprocess.run(["git", "cat-file", "-e", f"{RETIRED_AT}^{{commit}}"], cwd=REPO).returncode == 0
+    if not known:  # a shallow clone: the commit is not here to look in
+        return
+    for name in sorted(retired):
+        where = f"{RETIRED_AT}:{name}"
+        found = subprocess.run(["git", "cat-file", "-e", where], cwd=REPO, capture_output=True)
+        assert found.returncode == 0, f"{name} is not in commit {RETIRED_AT}"
 
 
 def test_speed_before_after_finds_speed_py_in_a_checkout_of_either_layout(tmp_path: Path) -> None:

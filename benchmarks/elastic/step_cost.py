@@ -36,7 +36,7 @@ def time_steps(config_path: str, overrides: list[str], out: Path, steps: int) ->
     """Seconds of `steps` forward + backward passes of the configured trainer's loss on its first batch."""
     from lwap.train import build_trainer, load_config
 
-    sets = [*overrides, "eval.stsb_dev=false", "eval.keep_best=false", "eval.before_training=false"]
+    sets = [*overrides, "eval.dev=null", "eval.keep_best=false", "eval.before_training=false"]
     built = build_trainer(load_config(config_path, sets), out, checkpoints=False)
     trainer = built.trainer
     batch = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))

@@ -24,7 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: the repository root on sys.path, as `python -m` would
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks import REPO, current
+from benchmarks import REPO
 from benchmarks.speed.speedbench.machine import commit
 
 RESULTS = REPO / "benchmarks/results/speed-levers"
@@ -68,15 +68,15 @@ def run(name: str, overrides: list[str], seed: int, steps: int, runs: Path) -> d
     start = time.perf_counter()
     subprocess.run(command, cwd=REPO, check=True)
     summary = json.loads((out / "train_summary.json").read_text())
-    by_step = summary["dev_spearman_by_step"]
+    by_step = summary["dev_scores_by_step"]  # STS-B dev: the quick start's dev set
     return {
         "setting": name,
         "overrides": overrides,
         "seed": seed,
         "steps": summary["steps"],
-        "dev_before": summary["dev_spearman_before"],
+        "dev_before": summary["dev_score_before"],
         "dev_last_step": by_step[-1][1] if by_step else None,
-        "dev_final_model": summary["final_model_dev_spearman"],
+        "dev_final_model": summary["final_model_dev_score"],
         "final_model_step": summary["final_model_step"],
         "dev_by_step": by_step,
         "train_loop_seconds": summary["train_loop_seconds"],
@@ -92,7 +92,7 @@ def markdown(results: list[dict], meta: dict) -> str:
     earlier = meta.get("earlier", meta)
     commits = {r.get("commit", earlier["commit"]) for r in results}
     recorded = [earlier.get("command", "python benchmarks/speed/speed_levers.py"), meta["command"]]
-    commands = dict.fromkeys(map(current, recorded))  # as today's paths (the flat layout's, mapped)
+    commands = dict.fromkeys(recorded)
     lines = [
         "STS-B dev Spearman (cosine) of `lwap train configs/quickstart.yaml` shortened to "
         f"{meta['steps']} steps "

@@ -96,7 +96,7 @@ def lwap_trainer(pooling: str, setting: Setting, env: dict[str, Any], lever: str
             "logging_steps": 1000,
             "progress_bar": False,
         },
-        "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
+        "eval": {"dev": None, "keep_best": False, "before_training": False},
     }
     config = config_from_dict(raw, "gpu_speed")
     out = env["work"] / "lwap-out"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks import REPO, current, retired_note
+from benchmarks import REPO
 from benchmarks.speed import gpu_section
 from benchmarks.speed.speedbench.settings import BATCH, MAX_LENGTH
 
@@ -256,6 +256,12 @@ def breakdown_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def retired(record: dict) -> str:
+    """What to say after the command of a record whose script is retired: which commit still has it."""
+    commit = record.get("script_at_commit")
+    return f"; a retired study, its script in commit {commit}" if commit else ""
+
+
 def lever_trial_lines() -> list[str]:
     """Sections from the lever probes' JSON files (encode_levers.py, train_compile.py), where present."""
     out: list[str] = []
@@ -265,8 +271,7 @@ def lever_trial_lines() -> list[str]:
         reference = r["setups"]["fp32"]["stsb_test"]
         out += [
             "",
-            f"## Encoding levers and their agreement (`{r['command']}`, {r['date']}"
-            f"{retired_note(r['command'])})",
+            f"## Encoding levers and their agreement (`{r['command']}`, {r['date']}{retired(r)})",
             "",
             f"{r['sentences']:,} Wikipedia sentences, batch {BATCH}, max length {MAX_LENGTH}, {r['rounds']} "
             f"interleaved rounds, {r['threads']} threads; {quietness(r.get('busy_cores_before'))} Agreement "
@@ -292,7 +297,7 @@ def lever_trial_lines() -> list[str]:
         r = json.loads(compiled.read_text(encoding="utf-8"))
         out += [
             "",
-            f"## torch.compile in training (`{r['command']}`, {r['date']}{retired_note(r['command'])})",
+            f"## torch.compile in training (`{r['command']}`, {r['date']}{retired(r)})",
             "",
             "The bf16 SimCSE step of `lwap train` unrolled (tokenize, loss, backward, fused AdamW) on the "
             f"LWAP model, batch {BATCH}, max length {MAX_LENGTH}, a process per variant, one after another; "
@@ -414,7 +419,7 @@ def write_report(result: dict[str, Any], md_path: Path) -> None:
             "",
             "### Quality check of the levers (STS-B dev)",
             "",
-            current(quality.read_text(encoding="utf-8").strip()),  # its commands as today's paths
+            quality.read_text(encoding="utf-8").strip(),
         ]
     out += [
         "",
@@ -447,7 +452,7 @@ def write_report(result: dict[str, Any], md_path: Path) -> None:
             "",
             *(
                 [
-                    f"Rerun on its own with `{current(result.get('encoding_command', '--encode-only'))}` on "
+                    f"Rerun on its own with `{result.get('encoding_command', '--encode-only')}` on "
                     f"{result['encoding_date']}. {quietness(result.get('encoding_busy_cores_before'))} "
                     "The order of the setups alternates between rounds; sentences/s is over the median "
                     "round.",

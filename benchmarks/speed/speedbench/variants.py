@@ -79,7 +79,7 @@ def lwap_train_variant(
             f"training.precision={precision}",
             f"data.max_examples={TRAIN_SENTENCES}",
             "training.progress_bar=false",
-            "eval.stsb_dev=false",
+            "eval.dev=null",
             "eval.keep_best=false",
             "eval.before_training=false",
             *levers,
