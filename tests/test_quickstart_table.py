@@ -50,7 +50,7 @@ def test_report_names_what_changed_and_what_it_ran_on() -> None:
     readme = README_OF_2026_12_01
     quickstart = copy.deepcopy(BACKBONE_RESULTS)
     quickstart["sts"]["sickr"]["score"] = 72.3213
-    summary = {"dev_spearman_before": 0.86731, "final_model_step": 150, "final_model_dev_spearman": 0.87423}
+    summary = {"dev_score_before": 0.86731, "final_model_step": 150, "final_model_dev_score": 0.87423}
     record = {
         "date": "2026-12-04T00:00:00+0000",
         "machine": {

@@ -75,7 +75,7 @@ def test_best_at_step_0_saves_the_step_0_weights(
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 6}, output={"save_steps": 2}, eval=SCORED)
     config = load_config(path)
     summary = train(config)
-    assert (summary["best_step"], summary["final_model_step"], summary["final_model_dev_spearman"]) == (
+    assert (summary["best_step"], summary["final_model_step"], summary["final_model_dev_score"]) == (
         0,
         0,
         0.9,
@@ -100,12 +100,12 @@ def test_start_competes_false_keeps_the_best_trained_step(
         tmp_path, tiny_bert, training={"max_steps": 6}, output={"save_steps": 2}, eval=eval_settings
     )
     summary = train(load_config(path))
-    assert (summary["best_step"], summary["final_model_step"], summary["final_model_dev_spearman"]) == (
+    assert (summary["best_step"], summary["final_model_step"], summary["final_model_dev_score"]) == (
         4,
         4,
         0.6,
     )
-    assert summary["dev_spearman_before"] == 0.9
+    assert summary["dev_score_before"] == 0.9
     out = tmp_path / "run"
     np.testing.assert_allclose(
         embeddings(out / "model"), embeddings(out / "checkpoints" / "checkpoint-4"), atol=1e-6

@@ -33,8 +33,8 @@ def test_quickstart_config_end_to_end(tmp_path: Path) -> None:
 
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["steps"] == summary["max_steps"] == 250
-    assert summary["dev_spearman_before"] == pytest.approx(before, abs=1e-4)
-    assert summary["final_model_dev_spearman"] == pytest.approx(after, abs=1e-4)
+    assert summary["dev_score_before"] == pytest.approx(before, abs=1e-4)
+    assert summary["final_model_dev_score"] == pytest.approx(after, abs=1e-4)
     # native start: step 0 is the backbone's own sentence vector (all-MiniLM-L6-v2 scores 0.867 on STS-B
     # dev with its mean pooling), and the kept model ends above it
     assert before == pytest.approx(0.8673, abs=0.002)

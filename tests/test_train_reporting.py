@@ -64,7 +64,7 @@ def test_three_hard_negatives_train_report_nowhere_and_the_card_indexes_its_scor
     card = (out / "model" / "README.md").read_text(encoding="utf-8")
     assert "24 (anchor, positive, 3 hard negatives) tuples from `pairs.jsonl`" in card
     entries = _index(_front_matter(card))
-    assert entries == {("stsb", "validation", "spearman_cosine"): summary["final_model_dev_spearman"]}
+    assert entries == {("stsb", "validation", "spearman_cosine"): summary["final_model_dev_score"]}
 
     capsys.readouterr()
     assert main(["card", str(out), "--eval", "--tasks", "stsb", "sickr", "scifact"]) == 0
@@ -72,7 +72,7 @@ def test_three_hard_negatives_train_report_nowhere_and_the_card_indexes_its_scor
     front = _front_matter(card)
     (this_label, this_model), _backbone = json.loads((out / "card_eval.json").read_text())["rows"]
     assert this_label == "this model"
-    expected = {("stsb", "validation", "spearman_cosine"): summary["final_model_dev_spearman"]}
+    expected = {("stsb", "validation", "spearman_cosine"): summary["final_model_dev_score"]}
     for name in ("stsb", "sickr"):
         expected[name, "test", "spearman_cosine"] = this_model["sts"][name]["score"]
     for key in ("ndcg@10", "mrr@10", "recall@100"):

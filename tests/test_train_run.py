@@ -101,14 +101,14 @@ def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tin
     out = tmp_path / "run"
     assert is_finished(out)
     assert summary["steps"] == 20 and summary["processes"] == 1
-    assert [step for step, _ in summary["dev_spearman_by_step"]] == [10, 20]
+    assert [step for step, _ in summary["dev_scores_by_step"]] == [10, 20]
     assert [step for step, _, _ in summary["dev_geometry_by_step"]] == [
         10,
         20,
     ]  # (step, uniformity, alignment)
     assert all(uniformity < 0 <= alignment for _, uniformity, alignment in summary["dev_geometry_by_step"])
     assert summary["best_step"] in (10, 20)
-    assert summary["final_model_dev_spearman"] == summary["best_dev_spearman"]
+    assert summary["final_model_dev_score"] == summary["best_dev_score"]
     assert summary["sentences_per_second"] > 0 and summary["wall_time_seconds"] > 0
     assert json.loads((out / "train_summary.json").read_text())["config"]["training"]["max_steps"] == 20
     assert (out / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -127,7 +127,7 @@ def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tin
     from lwap.eval.evaluators import stsb_evaluator
 
     score = stsb_evaluator("dev")(trained)["stsb-dev_spearman_cosine"]
-    assert score == pytest.approx(summary["best_dev_spearman"], abs=1e-6)  # the folder holds the best weights
+    assert score == pytest.approx(summary["best_dev_score"], abs=1e-6)  # the folder holds the best weights
 
 
 def test_supervised_triplets_with_hard_negative_weight(tmp_path: Path, tiny_bert: Path) -> None:

@@ -299,7 +299,6 @@ def _summary(
         "final_model_step": final_step,
         "final_model_dev_score": final,
         "dev_scores_by_step": [[step, score] for step, score in scores],
-        **_stsb_names(dev is not None and dev.kind == "stsb", before, best, final, scores),
         # [step, uniformity, alignment] on STS-B dev: the trajectory the grid's geometry section reads
         "dev_geometry_by_step": [list(entry) for entry in dev_geometry(state.log_history)],
         "train_loop_seconds": round(timing.loop_seconds, 2),
@@ -316,18 +315,6 @@ def _summary(
             "sentence_transformers": sentence_transformers.__version__,
         },
         "config": config.to_dict(),
-    }
-
-
-def _stsb_names(
-    stsb: bool, before: float | None, best: float | None, final: float | None, scores: list[tuple[int, float]]
-) -> dict[str, Any]:
-    """The STS-B dev score under its names from before `eval.dev` (None and [] for another dev set)."""
-    return {
-        "dev_spearman_before": before if stsb else None,
-        "best_dev_spearman": best if stsb else None,
-        "final_model_dev_spearman": final if stsb else None,
-        "dev_spearman_by_step": [[step, score] for step, score in scores] if stsb else [],
     }
 
 

@@ -106,9 +106,9 @@ def report(record: dict[str, Any], summary: dict[str, Any], results: dict[str, A
     where measured, "backbone"; `summary`: the run's train_summary.json."""
     rows = {}
     if "backbone" in results:
-        rows["backbone"] = table_row(BACKBONE_LABEL, summary["dev_spearman_before"], results["backbone"])
+        rows["backbone"] = table_row(BACKBONE_LABEL, summary["dev_score_before"], results["backbone"])
     label = QUICKSTART_LABEL.format(step=summary["final_model_step"])
-    rows["quickstart"] = table_row(label, summary["final_model_dev_spearman"], results["quickstart"])
+    rows["quickstart"] = table_row(label, summary["final_model_dev_score"], results["quickstart"])
     old = {
         ("backbone" if row.startswith(f"| {BACKBONE_LABEL} |") else "quickstart"): row
         for row in readme_table(readme)
@@ -215,10 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     record["train"] = {
         key: summary[key]
         for key in (
-            "dev_spearman_before",
+            "dev_score_before",
             "final_model_step",
-            "final_model_dev_spearman",
-            "dev_spearman_by_step",
+            "final_model_dev_score",
+            "dev_scores_by_step",
             "wall_time_seconds",
             "sentences_per_second",
             "train_examples",

@@ -154,6 +154,7 @@ def run_cell(
     from lwap.checks.files import read_json_object as read  # not lwap.compare's reader: no grid cells here
     from lwap.checks.files import write_json_atomically
     from lwap.compare import settings
+    from lwap.compare.runner import kept_training
     from lwap.model import load_model
 
     out = grid.work_dir(work, pooler, mode, seed)
@@ -177,14 +178,13 @@ def run_cell(
             found = evaluate_depth(model, depth, grid.dims, tasks, max_length, shared)
             write_json_atomically(found, part)
         depths[str(depth)] = read(part)
-    keep = (
-        "steps",
-        "dev_spearman_before",
-        "best_dev_spearman",
-        "best_step",
-        "sentences_per_second",
-        "resumed_from",  # set: train_wall_seconds is the last run's part only
-    )
+    kept = kept_training(summary)  # STS-B dev under the names grid cells keep it by
+    names = ("steps", "dev_spearman_before", "best_dev_spearman", "best_step")
+    train_kept = {key: kept[key] for key in names}
+    train_kept |= {
+        "sentences_per_second": summary.get("sentences_per_second"),
+        "resumed_from": summary.get("resumed_from"),  # set: train_wall_seconds is the last run's part only
+    }
     cell = {
         "grid": grid.name,
         "regime": grid.regime,
@@ -198,7 +198,7 @@ def run_cell(
         "commit": recorded["commit"],
         "train_wall_seconds": round(train_seconds, 1),
         "eval_wall_seconds": round(time.perf_counter() - tick, 1),
-        "train": {k: summary.get(k) for k in keep},
+        "train": train_kept,
         "eval": {"tasks": list(tasks), "precision": EVAL_PRECISION, "max_seq_length": max_length},
         "dims": list(grid.dims),
         "settings": {**recorded, "train_precision": summary.get("precision")},
