@@ -59,7 +59,9 @@ def snli_pairs(evaluation: str) -> list[tuple[str, str]]:
 def write_backbone(folder: Path, record: dict | None = None, held_out: int = HELD_OUT) -> Path:
     """A backbone folder's SOURCE.md as pretrain_mlm.py writes it: its command and its data record."""
     folder.mkdir(parents=True, exist_ok=True)
-    command = f"python benchmarks/backbone/pretrain_mlm.py --name fake --size 4l256 --held-out {held_out} --lr 1e-3"
+    command = (
+        f"python benchmarks/backbone/pretrain_mlm.py --name fake --size 4l256 --held-out {held_out} --lr 1e-3"
+    )
     data = json.dumps(record or {})
     text = f"# fake\n\nMade with\n`{command}`\n\n- Data (Wikipedia sentences): `{data}`\n"
     (folder / "SOURCE.md").write_text(text, encoding="utf-8")
