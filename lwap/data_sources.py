@@ -79,7 +79,8 @@ def hub_offline() -> bool:
 
 
 def note(message: str) -> None:
-    """Say once per process where data comes from when it is not the mirror (stderr: stdout stays data)."""
+    """Say once per process what the user should know that is no error (stderr: stdout stays data): where
+    data comes from when it is not the mirror, a config key that loads but is retired or unused."""
     if message not in _said:
         _said.add(message)
         print(f"lwap: {message}", file=sys.stderr, flush=True)

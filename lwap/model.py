@@ -15,7 +15,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
 from lwap import portable, registry
-from lwap.backbones import DEFAULT_BACKBONE, resolve_backbone, transformer_kwargs
+from lwap.backbones import DEFAULT_BACKBONE, DROPOUT_KEYS, check_dropout, resolve_backbone, transformer_kwargs
 from lwap.checks import model_folder
 from lwap.checks.backbone_fit import usable_positions
 from lwap.checks.files import file_status, read_json
@@ -27,8 +27,6 @@ from lwap.worker_pickling import keep_hidden_states_in_workers
 # Backbones whose intermediate hidden states are the raw residual stream (pre-LayerNorm), known to
 # transformers by these model types: a pooler reading several layers gets them layer-normed first.
 PRE_LAYER_NORM_TYPES = frozenset({"roberta-prelayernorm"})
-# The two dropout rates of BERT-family configs (BERT, RoBERTa, MPNet, ...): SimCSE's noise is both.
-DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
 def build_model(
@@ -51,6 +49,7 @@ def build_model(
     keeps it), None = its config's; ConfigError for a backbone whose config has no such rates.
     """
     pooler = registry.check(pooling, options)
+    check_dropout(dropout)
     source = resolve_backbone(backbone)
     given = Path(backbone).expanduser()  # a sentence-transformers root, whose Transformer may sit below
     for folder in dict.fromkeys(p for p in (given, Path(source)) if p.is_dir()):
@@ -59,8 +58,6 @@ def build_model(
         )
     config_kwargs: dict[str, Any] = {"output_hidden_states": True} if pooler.hidden_states else {}
     if dropout is not None:
-        if not 0 <= dropout < 1:
-            raise ConfigError(f"model.dropout must be in [0, 1) or null, not {dropout}")
         config_kwargs.update(dict.fromkeys(DROPOUT_KEYS, dropout))
     try:  # trust_remote_code explicit in every load: transformers would ask on a prompt
         transformer = Transformer(

@@ -49,12 +49,17 @@ def data_dir() -> Path:
     return folder
 
 
+def expand_path(value: str) -> Path:
+    """A path as a config or an argument gives it, with `$VARS` and `~` expanded: how lwap reads every one."""
+    return Path(os.path.expandvars(value)).expanduser()
+
+
 def expand_data_path(value: str) -> Path:
-    """Expand `$LWAP_DATA_DIR` (and other variables, `~`) in a path from a config file."""
+    """`expand_path`, with `$LWAP_DATA_DIR` standing for the data mirror even where the variable is unset."""
     for token in (f"${{{DATA_DIR_VARIABLE}}}", f"${DATA_DIR_VARIABLE}"):
         if token in value:
             value = value.replace(token, str(data_dir()))
-    return Path(os.path.expandvars(value)).expanduser()
+    return expand_path(value)
 
 
 def mirror_relative(value: str) -> str | None:

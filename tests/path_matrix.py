@@ -268,6 +268,7 @@ NOT_PATHS: dict[str, str] = {
     "train overrides": "--set KEY=VALUE sets config keys; the path-taking keys have their own rows",
     "train overwrite": "a flag",
     "train list": "a flag (lists the configs shipped with lwap)",
+    "train show_config": "a flag (prints every config key with its default)",
     "train device": "a device name",
     "output.overwrite": "a flag",
     "output.save_steps": "a number",

@@ -85,7 +85,7 @@ def config(tmp_path: Path, backbone: Path, **keys: str) -> dict:
         "data": {"train": str(tmp_path / "train.txt")},
         "objective": {"name": "unsup_simcse"},
         "training": {"max_steps": 1, "per_device_batch_size": 2, "progress_bar": False},
-        "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
+        "eval": {"dev": None, "keep_best": False, "before_training": False},
     }
     for key, value in keys.items():
         section, name = key.split(".")

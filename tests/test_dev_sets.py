@@ -1,6 +1,6 @@
-"""Your own dev set picks the checkpoint (`eval.dev`): the config keys and their migration, the readers'
-refusals (one line, exit 2, the output folder untouched), and tiny runs whose kept step is the one the
-chosen dev metric picks on the logged curve, with the saved model scoring what the curve says."""
+"""Your own dev set picks the checkpoint (`eval.dev`): the config keys (and the retired key it replaced),
+the readers' refusals (one line, exit 2, the output folder untouched), and tiny runs whose kept step is the
+one the chosen dev metric picks on the logged curve, with the saved model scoring what the curve says."""
 
 from __future__ import annotations
 
@@ -11,10 +11,14 @@ import pytest
 import yaml
 from eval_mirror import write_beir
 
+from lwap import data_sources
 from lwap.cli import main
 from lwap.errors import ConfigError, DataError
-from lwap.train.config import config_from_dict
+from lwap.train.config import RETIRED_KEYS, config_from_dict
 from lwap.train.dev_sets import load_dev_set
+
+# the key eval.dev replaced, as the table of retired keys names it (read, with a note, in old configs)
+RETIRED = next(old for old, new in RETIRED_KEYS.items() if new == "eval.dev").removeprefix("eval.")
 
 WIKI = "$LWAP_DATA_DIR/wiki/wiki_sentences_1m.txt.gz"
 TOPICS = ["guitar music", "stock markets", "river fishing", "mountain weather", "football match"]
@@ -79,20 +83,37 @@ def eval_section(**keys: object):
 # --- the keys ------------------------------------------------------------------------------------------
 
 
-def test_stsb_is_the_default_and_the_old_key_still_loads() -> None:
+def test_stsb_is_the_default_and_the_retired_key_still_loads() -> None:
+    """A config written before `eval.dev` (its retired key: true = stsb, false = null) loads."""
     assert eval_section().dev == "stsb" and eval_section().dev_metric is None
-    assert eval_section(stsb_dev=True).dev == "stsb"
-    assert eval_section(stsb_dev=False, keep_best=False).dev is None  # config.yaml of runs before eval.dev
-    assert eval_section(stsb_dev=False, dev="stsb", keep_best=False).dev is None  # --set eval.stsb_dev=false
-    assert eval_section(stsb_dev=True, dev="my/dev.tsv").dev == "my/dev.tsv"
+    assert eval_section(**{RETIRED: True}).dev == "stsb"
+    assert eval_section(**{RETIRED: False}, keep_best=False).dev is None  # runs' config.yaml before eval.dev
+    assert eval_section(**{RETIRED: False}, dev="stsb", keep_best=False).dev is None  # --set it=false
+    assert eval_section(**{RETIRED: True}, dev="my/dev.tsv").dev == "my/dev.tsv"
 
 
-def test_every_shipped_config_still_takes_the_old_override() -> None:
-    """`--set eval.stsb_dev=false` (benchmarks/speedbench, scripts) on a config that shows `dev: stsb`."""
+def test_a_user_config_with_the_retired_key_gets_a_note(tmp_path, monkeypatch, capsys) -> None:
+    """What the user wrote (a file, --set) is noted once, one line; a run's own config.yaml read back
+    (`lwap card`: config_from_dict) is not."""
+    from lwap.train.config import load_config
+
+    monkeypatch.setattr(data_sources, "_said", set())
+    path = tmp_path / "old.yaml"
+    raw = {"output": {"dir": "x"}, "model": {"backbone": "b", "pooling": "mean"}, "data": {"train": "x.txt"}}
+    raw |= {"objective": {"name": "unsup_simcse"}, "eval": {RETIRED: False, "keep_best": False}}
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert load_config(path).eval.dev is None and load_config(path).eval.dev is None
+    says = f"eval.{RETIRED} is retired, read as eval.dev: null (write eval.dev)"
+    assert capsys.readouterr().err == f"lwap: {path}: {says}\n"
+    assert config_from_dict(raw).eval.dev is None and capsys.readouterr().err == ""
+
+
+def test_every_shipped_config_still_takes_the_retired_override() -> None:
+    """`--set` with the retired key (older scripts) on a shipped config, which leaves `eval.dev` at stsb."""
     from lwap.config_files import resolve_config
     from lwap.train.config import load_config
 
-    overrides = ["eval.stsb_dev=false", "eval.keep_best=false"]
+    overrides = [f"eval.{RETIRED}=false", "eval.keep_best=false"]
     assert load_config(resolve_config("quickstart"), overrides).eval.dev is None
     assert load_config(resolve_config("quickstart"), ["eval.dev=my/dev.tsv"]).eval.dev == "my/dev.tsv"
 
@@ -100,9 +121,9 @@ def test_every_shipped_config_still_takes_the_old_override() -> None:
 @pytest.mark.parametrize(
     ("keys", "says"),
     [
-        ({"stsb_dev": False, "dev": "my/dev.tsv"}, r"eval.stsb_dev: false .* contradicts eval.dev"),
-        ({"stsb_dev": True, "dev": None}, r"contradicts eval.dev: null"),
-        ({"stsb_dev": "yes"}, r"eval.stsb_dev must be true or false"),
+        ({RETIRED: False, "dev": "my/dev.tsv"}, rf"eval.{RETIRED}: false contradicts eval.dev: my/dev.tsv"),
+        ({RETIRED: True, "dev": None}, r"contradicts eval.dev: null"),
+        ({RETIRED: "yes"}, rf"eval.{RETIRED} must be true or false"),
         ({"dev": None, "keep_best": True}, r"eval.keep_best needs a dev set"),
         ({"dev_metric": "ndcg@5"}, r"eval.dev_metric: unknown value 'ndcg@5'.*ndcg@10"),
         ({"dev_columns": ["a", "b"]}, r"eval.dev_columns must be three column names"),

@@ -87,10 +87,11 @@ def test_anchor_trains_with_adaptive_layer_loss_on_two_columns(tmp_path: Path, t
 
     from benchmarks.elastic.anchor_train import TwoColumns, anchored
     from lwap.train import load_config
-    from lwap.train.trainer import build_trainer
+    from lwap.train.trainer import build_trainer, training_inputs
 
     config = load_config(tiny_config(tmp_path, tiny_bert, training={"max_steps": 2}), ["model.pooling=mean"])
-    built = anchored(build_trainer)(config, tmp_path / "out", checkpoints=False)
+    out = tmp_path / "out"
+    built = anchored(build_trainer)(config, out, inputs=training_inputs(config, out, checkpoints=False))
     assert isinstance(built.trainer.loss, TwoColumns) and isinstance(
         built.trainer.loss.loss, AdaptiveLayerLoss
     )

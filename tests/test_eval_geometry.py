@@ -121,7 +121,7 @@ def test_training_evaluator_geometry_equals_direct_computation(tiny_bert, mirror
 
 
 def test_training_curves_draw_the_alignment_uniformity_trajectory(tmp_path) -> None:
-    from lwap.train.report import dev_geometry, plot_curves
+    from lwap.train.training_curves import dev_geometry, plot_curves
 
     history = [{"loss": 1.0 - 0.1 * s, "step": s} for s in range(1, 5)]
     history += [

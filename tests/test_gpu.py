@@ -50,7 +50,7 @@ def gpu_config(tmp_path: Path, tiny_bert: Path, name: str = "run", **training) -
             "device": "cuda",
             **training,
         },
-        "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
+        "eval": {"dev": None, "keep_best": False, "before_training": False},
     }
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
@@ -65,10 +65,11 @@ def first_linear(model: torch.nn.Module) -> torch.nn.Module:
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_training_step_autocasts_on_cuda(tmp_path: Path, tiny_bert: Path, precision: str) -> None:
     from lwap.train import load_config
-    from lwap.train.trainer import build_trainer
+    from lwap.train.trainer import build_trainer, training_inputs
 
     config = load_config(gpu_config(tmp_path, tiny_bert, precision=precision))
-    built = build_trainer(config, tmp_path / "out", checkpoints=False)
+    out = tmp_path / "out"
+    built = build_trainer(config, out, inputs=training_inputs(config, out, checkpoints=False))
     seen: list[tuple[bool, torch.dtype, torch.dtype]] = []
 
     def record(module, inputs, output) -> None:  # a Linear's output: autocast's dtype (LayerNorm's is fp32)

@@ -13,6 +13,7 @@ from test_train_run import tiny_config
 from lwap import build_model, find_lwap, load_model
 from lwap.errors import ConfigError
 from lwap.train import load_config, train
+from lwap.train.config import TrainingConfig
 from lwap.train.head_training import head_learning_rate_mapping
 from lwap.train.losses import SimCSELoss
 
@@ -101,7 +102,8 @@ def test_head_learning_rate_reaches_the_optimizer(tiny_bert: Path, tmp_path: Pat
     )
 
     model = build_model(str(tiny_bert), "lwap")
-    mapping = head_learning_rate_mapping(model, 1e-4, 10.0)
+    training = TrainingConfig(learning_rate=1e-4, head_learning_rate_multiplier=10.0)
+    mapping = head_learning_rate_mapping(model, training)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(tmp_path), learning_rate=1e-4, learning_rate_mapping=mapping, use_cpu=True
     )
@@ -115,7 +117,10 @@ def test_head_learning_rate_reaches_the_optimizer(tiny_bert: Path, tmp_path: Pat
     assert [rate[id(p)] for p in model[1].parameters()] == pytest.approx([1e-3] * 5)  # W_q/k/v, W_o, b
     backbone = [rate[id(p)] for p in model[0].parameters() if p.requires_grad]  # not BERT's frozen pooler
     assert backbone == pytest.approx([1e-4] * len(backbone))
-    assert head_learning_rate_mapping(build_model(str(tiny_bert), "mean"), 1e-4, 10.0) == {}
+    mean = build_model(str(tiny_bert), "mean")  # no parameters after the backbone: no head rate
+    assert head_learning_rate_mapping(mean, TrainingConfig(learning_rate=1e-4)) == {}
+    with pytest.raises(ConfigError, match="pooler with parameters"):
+        head_learning_rate_mapping(mean, TrainingConfig(head_learning_rate_multiplier=10.0))
 
 
 @pytest.mark.slow

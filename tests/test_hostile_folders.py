@@ -267,7 +267,7 @@ def _commands(folder: Path, world: Path) -> dict[str, list[str]]:
         "data": {"train": str(text)},
         "objective": {"name": "unsup_simcse"},
         "training": {"max_steps": 1, "per_device_batch_size": 2, "progress_bar": False},
-        "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
+        "eval": {"dev": None, "keep_best": False, "before_training": False},
     }
     (run / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     (run / "train_summary.json").write_text(json.dumps({"steps": 1}), encoding="utf-8")

@@ -1,4 +1,5 @@
-"""Training configs: every shipped config is complete and builds; bad configs fail naming file and key."""
+"""Training configs: the shipped recipes are short, list only what they change and still mean what they were
+written to mean, and build; old and flat keys load; bad configs fail naming file and key."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import pytest
 import yaml
 from conftest import REPO
 
+from lwap import data_sources, registry
 from lwap.cli import main
 from lwap.errors import ConfigError
-from lwap.train.config import _SECTIONS, TrainConfig, all_keys, config_from_dict, dump_config, load_config
+from lwap.train.config import TrainConfig, config_from_dict, dump_config, load_config
+from lwap.train.config_schema import REQUIRED as NO_DEFAULT
+from lwap.train.config_schema import SECTIONS, all_keys, default_of
 
 CONFIGS = sorted(p for p in (REPO / "configs").rglob("*.yaml") if p.parent.name != "rows")  # rows: compare
 REQUIRED = {
@@ -45,13 +49,62 @@ def test_required_configs_exist() -> None:
     assert {p.name for p in CONFIGS} >= REQUIRED
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
-def test_config_lists_every_key(path: Path) -> None:
-    """No hidden defaults: each shipped config shows every setting the code has."""
+def listed(path: Path) -> dict[str, object]:
+    """'section.key' -> value, for every key the YAML file itself writes."""
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    present = {f"{section}.{key}" for section, values in raw.items() for key in values}
-    assert set(all_keys()) - present == set()
-    load_config(path)
+    return {f"{section}.{key}": value for section, values in raw.items() for key, value in values.items()}
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_recipe_lists_only_what_it_changes(path: Path) -> None:
+    """A recipe is short and says only what it sets: each key it writes is required or differs from its
+    default, and no option of another pooler than its own is among them."""
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= 40
+    config = load_config(path)
+    fields = {f"{section}.{f.name}": f for section, cls in SECTIONS.items() for f in dataclasses.fields(cls)}
+    for key in listed(path):
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        default = default_of(fields[key])
+        assert default is NO_DEFAULT or value != default, f"{key} is written at its default"
+    own = {option.name for option in registry.POOLERS[config.model.pooling].options}
+    others = {f"model.{name}" for name in registry.OPTIONS} - {f"model.{name}" for name in own}
+    assert not others & set(listed(path)), "another pooler's option"
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_recipe_plus_the_defaults_is_what_it_was_written_against(path: Path) -> None:
+    """What a recipe leaves out takes the values tests/recipe_defaults.yaml pins (those of the recipes
+    when they still wrote every key): a changed default must not move a recipe, or the compare configs'
+    committed cells, unnoticed."""
+    pinned = listed(REPO / "tests" / "recipe_defaults.yaml")
+    required = {k for k in all_keys() if default_of(_field(k)) is NO_DEFAULT}
+    assert set(pinned) == set(all_keys()) - required, "tests/recipe_defaults.yaml: one entry per optional key"
+    config, written = load_config(path), listed(path)
+    for key, value in pinned.items():
+        if key not in written:
+            section, name = key.split(".")
+            assert getattr(getattr(config, section), name) == value, f"{path.name}: {key} moved"
+
+
+def _field(key: str) -> dataclasses.Field:
+    section, name = key.split(".")
+    return next(f for f in dataclasses.fields(SECTIONS[section]) if f.name == name)
+
+
+def test_flat_pooler_options_of_another_pooler_load_with_a_note(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`--set model.weighted_layer_start=3` on every row of a grid: the lwap row loads it (unused) and says
+    so once; at its default, or for its own pooler, nothing is said."""
+    monkeypatch.setattr(data_sources, "_said", set())
+    path = write(tmp_path, minimal())
+    assert load_config(path, ["model.weighted_layer_start=3"]).model.weighted_layer_start == 3
+    assert load_config(path, ["model.weighted_layer_start=3"]).model.pooling == "lwap"
+    err = capsys.readouterr().err.splitlines()
+    says = "model.weighted_layer_start is an option of pooling weighted; pooling lwap does not read it"
+    assert err == [f"lwap: {path}: {says}"]
+    load_config(path, ["model.weighted_layer_start=4", "model.lwap_start=native"])
+    load_config(path, ["model.pooling=weighted", "model.weighted_layer_start=3"])
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
@@ -123,7 +176,7 @@ def test_dump_round_trips(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, minimal()))
     again = config_from_dict(yaml.safe_load(dump_config(config)))
     assert again == config and isinstance(again, TrainConfig)
-    assert set(_SECTIONS) == {f.name for f in dataclasses.fields(TrainConfig)}
+    assert set(SECTIONS) == {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 def error_of(tmp_path: Path, raw: dict | str, overrides: tuple[str, ...] = ()) -> str:
@@ -176,7 +229,7 @@ def test_wrong_type(tmp_path: Path, sections: dict, key: str, expected: str) -> 
         ({"model": {"max_seq_length": 0}}, "model.max_seq_length"),
         ({"data": {"max_examples": 0}}, "data.max_examples"),
         ({"output": {"save_steps": 7}, "eval": {"eval_steps": 5}}, "output.save_steps"),
-        ({"eval": {"stsb_dev": False, "keep_best": True}}, "eval.keep_best"),
+        ({"eval": {"dev": None, "keep_best": True}}, "eval.keep_best"),
         ({"training": {"length_group_size": 0}}, "training.length_group_size"),
         ({"training": {"attention": "flash"}}, "training.attention"),
         ({"training": {"batch_sampler": "by_length"}}, "training.batch_sampler"),

@@ -154,7 +154,7 @@ def test_two_processes_end_to_end(tmp_path: Path) -> None:
         model={"pooling": "cls"},  # no random op in training (lwap's RReLU draws slopes): recomputable
         training={"max_steps": 6, "per_device_batch_size": 8, "mini_batch_size": 4},
         output={"save_steps": 6},
-        eval={"stsb_dev": True, "keep_best": True, "before_training": False, "eval_steps": 2},
+        eval={"dev": "stsb", "keep_best": True, "before_training": False, "eval_steps": 2},
     )
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE, encoding="utf-8")

@@ -29,7 +29,7 @@ from lwap.train.divergence import TrainingDivergedError
 from lwap.train.outputs import LOCK_FILE, is_finished, latest_complete_checkpoint
 
 DEV = "stsb-dev_spearman_cosine"
-SCORED = {"stsb_dev": True, "keep_best": True, "before_training": True, "eval_steps": 2}
+SCORED = {"dev": "stsb", "keep_best": True, "before_training": True, "eval_steps": 2}
 
 
 def scripted_dev(monkeypatch: pytest.MonkeyPatch, scores: list[float]) -> None:

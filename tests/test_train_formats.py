@@ -203,7 +203,7 @@ def train_error(tmp_path: Path, tiny_bert: Path, capsys, data: dict, objective: 
         "data": {**SUP, **data},
         "objective": {"name": objective},
         "training": {"max_steps": 1, "progress_bar": False, **(training or {})},
-        "eval": {"stsb_dev": False, "keep_best": False},
+        "eval": {"dev": None, "keep_best": False},
     }
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(raw), encoding="utf-8")

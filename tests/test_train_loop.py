@@ -80,22 +80,14 @@ def test_fp16_overflow_is_skipped_a_lasting_one_stops() -> None:
 
 def test_fp16_runs_get_the_overflow_patience(tmp_path: Path, tiny_bert: Path) -> None:
     from lwap.train.divergence import FP16_OVERFLOW_PATIENCE
-    from lwap.train.trainer import build_trainer
+    from lwap.train.trainer import build_trainer, training_inputs
 
     config = load_config(tiny_config(tmp_path, tiny_bert, training={"precision": "bf16"}))
-    assert build_trainer(config, tmp_path / "out", checkpoints=False).divergence.patience == 1
+    out = tmp_path / "out"
+    inputs = training_inputs(config, out, checkpoints=False)  # fp16 inputs would need CUDA
+    assert build_trainer(config, out, inputs=inputs).divergence.patience == 1
     config.training.precision = "fp16"  # only its patience is read here: fp16 itself needs CUDA
-    built = _built_without_args(config, tmp_path)
-    assert built.divergence.patience == FP16_OVERFLOW_PATIENCE > 1
-
-
-def _built_without_args(config, tmp_path: Path):
-    from lwap.train.trainer import build_trainer, training_arguments
-
-    precision, config.training.precision = config.training.precision, "fp32"
-    args = training_arguments(config, tmp_path / "out", resuming=False)  # fp16 args need CUDA
-    config.training.precision = precision
-    return build_trainer(config, tmp_path / "out", args=args, checkpoints=False)
+    assert build_trainer(config, out, inputs=inputs).divergence.patience == FP16_OVERFLOW_PATIENCE > 1
 
 
 def test_evaluation_and_later_encoding_outside_the_training_autocast(
@@ -110,7 +102,7 @@ def test_evaluation_and_later_encoding_outside_the_training_autocast(
         tiny_bert,
         training={"max_steps": 2, "precision": "bf16"},
         output={"save_steps": 2},
-        eval={"stsb_dev": True, "keep_best": False, "before_training": True, "eval_steps": 2},
+        eval={"dev": "stsb", "keep_best": False, "before_training": True, "eval_steps": 2},
     )
     seen: list[tuple[str, bool, torch.dtype]] = []  # (phase, autocast on, a Linear's output)
     built_here = []
@@ -200,20 +192,22 @@ def test_out_of_memory_is_one_line_with_a_hint(
 
 def test_dataloader_workers(tmp_path: Path, tiny_bert: Path) -> None:
     """`training.dataloader_workers`: tokenization in worker processes; the run trains as before."""
-    from lwap.train.trainer import build_trainer
+    from lwap.train.trainer import build_trainer, training_inputs
 
     with pytest.raises(ConfigError, match=r"training\.dataloader_workers must be at least 0"):
         load_config(tiny_config(tmp_path, tiny_bert, training={"dataloader_workers": -1}))
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 2, "dataloader_workers": 1})
-    built = build_trainer(load_config(path), tmp_path / "out", checkpoints=False)
+    config, out = load_config(path), tmp_path / "out"
+    built = build_trainer(config, out, inputs=training_inputs(config, out, checkpoints=False))
     assert built.args.dataloader_num_workers == 1 and built.args.dataloader_persistent_workers
     # training in a fresh process: a worker forked from this test process, which earlier tests filled with
     # OpenVINO and thread pools, can crash (seen once in the whole fast tier); a user's `lwap train` is fresh
     script = (
         "import sys; from lwap.train.config import load_config; "
-        "from lwap.train.trainer import build_trainer; "
+        "from lwap.train.trainer import build_trainer, training_inputs; "
         "from pathlib import Path; "
-        "b = build_trainer(load_config(sys.argv[1]), Path(sys.argv[2]), checkpoints=False); "
+        "c, o = load_config(sys.argv[1]), Path(sys.argv[2]); "
+        "b = build_trainer(c, o, inputs=training_inputs(c, o, checkpoints=False)); "
         "b.trainer.train(); "
         "print('steps', b.trainer.state.global_step)"
     )
@@ -229,10 +223,50 @@ def test_dataloader_workers(tmp_path: Path, tiny_bert: Path) -> None:
 
 def test_find_unused_parameters_off_unless_the_backbone_is_frozen(tmp_path: Path, tiny_bert: Path) -> None:
     """Explicitly off (transformers would turn it on for a SentenceTransformer); the head warm-up, which
-    freezes the backbone, turns it back on (its parameters get no gradient then)."""
-    from lwap.train.trainer import build_trainer
+    freezes the backbone, turns it on (its parameters get no gradient then)."""
+    from lwap.train.trainer import training_inputs
 
     config = load_config(tiny_config(tmp_path, tiny_bert))
-    assert build_trainer(config, tmp_path / "a", checkpoints=False).args.ddp_find_unused_parameters is False
+    assert training_inputs(config, tmp_path / "a").args.ddp_find_unused_parameters is False
     config.training.head_warmup_steps = 2
-    assert build_trainer(config, tmp_path / "b", checkpoints=False).args.ddp_find_unused_parameters is True
+    assert training_inputs(config, tmp_path / "b").args.ddp_find_unused_parameters is True
+
+
+def test_training_arguments_are_decided_once(tmp_path: Path, tiny_bert: Path) -> None:
+    """`training_arguments` decides every argument (the head's rate, the DDP flag, the sampler, saving);
+    nothing lwap adds changes one afterwards: not the trainer's assembly, not its callbacks, not a stop
+    by a signal (which keeps its checkpoint beside the best with `save_total_limit: 1`)."""
+    from transformers import TrainerCallback
+
+    from lwap.train.sampling import LengthGroupedBatches
+    from lwap.train.trainer import build_trainer, training_inputs
+
+    path = tiny_config(
+        tmp_path,
+        tiny_bert,
+        training={
+            "max_steps": 6,
+            "head_learning_rate_multiplier": 4.0,
+            "head_warmup_steps": 1,
+            "batch_sampler": "length_grouped",
+        },
+        output={"save_steps": 2, "save_total_limit": 1},
+        eval={"dev": "stsb", "keep_best": True, "before_training": False, "eval_steps": 2},
+    )
+    config, out = load_config(path), tmp_path / "run"
+    inputs = training_inputs(config, out)
+    args = inputs.args
+    assert args.learning_rate_mapping == {r"^model\.(1)\.": 5e-4 * 4.0} and args.ddp_find_unused_parameters
+    assert isinstance(args.batch_sampler, LengthGroupedBatches) and args.save_strategy == "steps"
+    decided = repr(args)
+    built = build_trainer(config, out, inputs=inputs)
+
+    class SignalAt(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            built.stop.requested = state.global_step == 3  # as Ctrl-C would, before step 4
+
+    built.trainer.add_callback(SignalAt())
+    built.trainer.train()
+    assert built.stop.stopped_at_step == 4 and repr(built.trainer.args) == decided
+    assert (out / "checkpoints" / "checkpoint-4").is_dir()  # the stop's, to resume from
+

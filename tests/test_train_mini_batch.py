@@ -148,12 +148,13 @@ def test_training_with_mini_batches(tmp_path: Path, tiny_bert: Path) -> None:
     from test_train_run import tiny_config
 
     from lwap.train import load_config
-    from lwap.train.trainer import build_trainer
+    from lwap.train.trainer import build_trainer, training_inputs
 
     config = load_config(
         tiny_config(tmp_path, tiny_bert, training={"max_steps": 3, "mini_batch_size": 6, "precision": "fp32"})
     )
-    built = build_trainer(config, tmp_path / "out", checkpoints=False)
+    out = tmp_path / "out"
+    built = build_trainer(config, out, inputs=training_inputs(config, out, checkpoints=False))
     assert isinstance(built.loss, CachedSimCSELoss) and built.loss.mini_batch_size == 6
     before = [p.detach().clone() for p in built.model.parameters() if p.requires_grad]
     built.trainer.train()

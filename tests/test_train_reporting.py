@@ -52,7 +52,7 @@ def test_three_hard_negatives_train_report_nowhere_and_the_card_indexes_its_scor
         },
         "objective": {"name": "sup_simcse", "hard_negative_weight": 2.0},
         "training": {"max_steps": 4, "per_device_batch_size": 4, "report_to": "none", "progress_bar": False},
-        "eval": {"stsb_dev": True, "keep_best": True, "before_training": True, "eval_steps": 2},
+        "eval": {"dev": "stsb", "keep_best": True, "before_training": True, "eval_steps": 2},
     }
     config = config_from_dict(raw)
     assert config.data.hard_negative_column is None  # its default gives way to the list
@@ -91,28 +91,32 @@ def test_three_hard_negatives_train_report_nowhere_and_the_card_indexes_its_scor
     assert len(results) == len(expected) and {r.dataset_split for r in results} == {"validation", "test"}
 
 
-def test_report_to_passes_through_to_transformers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_to_passes_through_to_transformers(
+    tmp_path: Path, tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """TensorBoard stays lwap's own callback (OUT/tensorboard); the other names reach TrainingArguments."""
-    import transformers.integrations
-
+    from lwap import build_model
+    from lwap.train import reporting
     from lwap.train.trainer import training_arguments
+
+    model = build_model(str(tiny_bert), "mean")
 
     def args(report_to: object):
         raw = {
             "output": {"dir": str(tmp_path / "run")},
-            "model": {"backbone": "b", "pooling": "mean"},
+            "model": {"backbone": str(tiny_bert), "pooling": "mean"},
             "data": {"train": "x.txt"},
             "objective": {"name": "unsup_simcse"},
             "training": {"report_to": report_to, "device": "cpu"},
-            "eval": {"stsb_dev": False, "keep_best": False},
+            "eval": {"dev": None, "keep_best": False},
         }
-        return training_arguments(config_from_dict(raw), tmp_path / "run", resuming=False)
+        return training_arguments(config_from_dict(raw), tmp_path / "run", model, None, resuming=False)
 
     assert args("tensorboard").report_to == [] and args("none").report_to == []
     # mlflow and wandb are not dependencies of lwap: as if they were installed
-    available = transformers.integrations.get_available_reporting_integrations()
+    available = reporting.get_available_reporting_integrations()
     monkeypatch.setattr(
-        transformers.integrations,
+        reporting,
         "get_available_reporting_integrations",
         lambda: [*available, "mlflow", "wandb"],
     )

@@ -41,7 +41,7 @@ def tiny_config(tmp_path: Path, tiny_bert: Path, name: str = "run", **sections: 
             "logging_steps": 1,
             "progress_bar": False,
         },
-        "eval": {"stsb_dev": False, "keep_best": False, "before_training": False},
+        "eval": {"dev": None, "keep_best": False, "before_training": False},
     }
     for section, values in sections.items():
         raw[section].update(values)
@@ -88,7 +88,7 @@ def test_unsupervised_run_learns_and_leaves_a_loadable_model(tmp_path: Path, tin
         output={"save_steps": 10},
         # not before training: the random tiny BERT's step 0 can score best, and would then be the model
         # (tests/test_train_faults.py::test_best_at_step_0_saves_the_step_0_weights); here: what it learned
-        eval={"stsb_dev": True, "keep_best": True, "before_training": False, "eval_steps": 10},
+        eval={"dev": "stsb", "keep_best": True, "before_training": False, "eval_steps": 10},
     )
     config = load_config(path)
     torch.manual_seed(config.training.seed)
@@ -209,7 +209,7 @@ def test_build_trainer_without_checkpoints_trains_and_saves_nothing(tmp_path: Pa
     """The seam benchmarks/speed/speed.py times: the `lwap train` trainer, extra callbacks, no checkpoint."""
     from transformers import TrainerCallback
 
-    from lwap.train import build_trainer
+    from lwap.train import build_trainer, training_inputs
 
     class CountSteps(TrainerCallback):
         steps = 0
@@ -220,7 +220,8 @@ def test_build_trainer_without_checkpoints_trains_and_saves_nothing(tmp_path: Pa
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 4}, output={"save_steps": 2})
     config = load_config(path)
     out = tmp_path / "run"
-    built = build_trainer(config, out, callbacks=[CountSteps()], checkpoints=False)
+    inputs = training_inputs(config, out, checkpoints=False)
+    built = build_trainer(config, out, inputs=inputs, callbacks=[CountSteps()])
     assert built.trainer.model is built.model and built.trainer.args is built.args
     assert isinstance(built.loss, SimCSELoss) and built.evaluator is None and len(built.dataset) == 512
     built.trainer.train()
@@ -228,8 +229,8 @@ def test_build_trainer_without_checkpoints_trains_and_saves_nothing(tmp_path: Pa
     assert not (out / "checkpoints").exists() or not any((out / "checkpoints").iterdir())
     assert (out / "metrics.csv").is_file()  # lwap's own callbacks still run
     with pytest.raises(ValueError, match="keep_best"):
-        keep_best = {"stsb_dev": True, "keep_best": True}
-        build_trainer(load_config(tiny_config(tmp_path, tiny_bert, eval=keep_best)), out, checkpoints=False)
+        keep_best = {"dev": "stsb", "keep_best": True}
+        training_inputs(load_config(tiny_config(tmp_path, tiny_bert, eval=keep_best)), out, checkpoints=False)
 
 
 KILL_DRIVER = """
@@ -333,7 +334,7 @@ def test_a_stop_keeps_its_checkpoint_beside_an_older_best(tmp_path: Path, tiny_b
         tiny_bert,
         training={"max_steps": 6},
         output={"save_steps": 2, "save_total_limit": 1},
-        eval={"stsb_dev": True, "keep_best": True, "before_training": False, "eval_steps": 2},
+        eval={"dev": "stsb", "keep_best": True, "before_training": False, "eval_steps": 2},
     )
     driver = tmp_path / "signal_driver.py"
     driver.write_text(SIGNAL_DRIVER)

@@ -8,6 +8,7 @@ Their speed is measured in benchmarks/speed/speed.py, never here.
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -68,8 +69,12 @@ def test_token_lengths_take_the_longest_column(tiny_bert: Path) -> None:
     dataset = Dataset.from_dict({"anchor": ["hi", long, "a b c"], "positive": ["a b c d", "x", "y"]})
     lengths = token_lengths(dataset, model.tokenizer, 12, chunk=2)
     assert lengths.tolist() == [6, 12, 5]  # [CLS] + words + [SEP], truncated at 12
-    factory = LengthGroupedBatches(lengths, group_size=4)
-    assert "group_size=4" in repr(factory) and "12" not in repr(factory)
+    factory = LengthGroupedBatches(model.tokenizer, 12, group_size=4)
+    sampler = factory(dataset, batch_size=1, drop_last=False)
+    assert sampler.lengths == [6, 12, 5] and sampler.group_size == 4  # measured when the trainer asks
+    assert repr(factory) == "LengthGroupedBatches(group_size=4, max_length=12)"
+    record = pickle.loads(pickle.dumps(factory))  # training_args.bin: the settings, not the tokenizer
+    assert record.tokenizer is None and repr(record) == repr(factory)
 
 
 def test_fast_dropout_keeps_rate_scale_and_mask_in_backward() -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
 from lwap.train.losses import SimCSELoss
 
@@ -73,8 +74,6 @@ class CachedSimCSELoss(CachedLossMixin, nn.Module):
         all-reduce of the whole gradient per mini-batch, unless all replays but the last run inside it
         (the gradients then accumulate locally and are reduced once). sentence-transformers ≥ 6.2's
         backward hook does the same; 6.0/6.1's does not, so lwap does it here (nesting is harmless)."""
-        from torch.nn.parallel import DistributedDataParallel
-
         if not with_grad or not torch.is_grad_enabled():
             return contextlib.nullcontext()
         self._replays_left -= 1

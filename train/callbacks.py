@@ -62,17 +62,20 @@ class StopOnSignal(TrainerCallback):
             self.stop_here(args, state, control)
 
     def stop_here(self, args: TrainingArguments, state: TrainerState, control: TrainerControl) -> None:
-        """Checkpoint this step and stop (StopOnNonFinite cancels the checkpoint of a diverged step).
-
-        With `save_total_limit: 1` and a best checkpoint, transformers deletes every checkpoint but the
-        best when training ends, a stop included: the one just saved to resume from would go (found when
-        a SIGTERM sent a frontier cell back 73 steps, to its best). Keeping two, for this process only,
-        keeps the best and this one; a resumed run rotates as its config says."""
-        if args.save_total_limit == 1:
-            args.save_total_limit = 2
+        """Checkpoint this step and stop (StopOnNonFinite cancels the checkpoint of a diverged step)."""
         control.should_save = True
         control.should_training_stop = True
         self.stopped_at_step = state.global_step
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
+        """A stopped run is not finished, so transformers' end of training, which follows this save, must
+        leave it as it is: not load the best weights (nothing uses them) and, with `save_total_limit: 1`,
+        not delete every checkpoint but the best, the one just saved to resume from among them (found when
+        a SIGTERM sent a frontier cell back 73 steps, to its best). Both key on the best checkpoint in
+        the trainer's state, which the checkpoint has recorded by now (its trainer_state.json, what
+        `--resume` reads): this process forgets it."""
+        if self.stopped_at_step == state.global_step:
+            state.best_model_checkpoint = None
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
         for sig, previous in self._previous.items():

@@ -25,9 +25,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import torch
+import torch.distributed as dist
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers.trainer_pt_utils import safe_globals
 
 from lwap.checks.files import open_regular, read_json_object
+from lwap.checks.weights_files import check_weights_files
 from lwap.errors import LwapError
 
 MANIFEST = "lwap-manifest.json"
@@ -93,11 +97,6 @@ def _against_manifest(checkpoint: Path) -> str | None:
 
 
 def _by_loading(checkpoint: Path) -> str | None:
-    import torch
-    from transformers.trainer_pt_utils import safe_globals  # the numpy types transformers allows in RNG files
-
-    from lwap.checks.weights_files import check_weights_files
-
     try:
         read_json_object(checkpoint / "trainer_state.json", finite=False)
         check_weights_files(checkpoint)
@@ -107,7 +106,7 @@ def _by_loading(checkpoint: Path) -> str | None:
     torch_files += sorted(checkpoint.glob("rng_state*.pth"))
     for path in torch_files:
         try:
-            with safe_globals():  # exactly as transformers' resume loads them
+            with safe_globals():  # exactly as transformers' resume loads them (the numpy types it allows)
                 torch.load(path, map_location="cpu", weights_only=True)
         except Exception as error:  # any failure to load is damage (torch raises many kinds)
             first = next(iter(str(error).strip().splitlines()), type(error).__name__)
@@ -120,8 +119,6 @@ class ChecksumCheckpoints(TrainerCallback):
     has written its own RNG file)."""
 
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any):
-        import torch.distributed as dist
-
         if dist.is_available() and dist.is_initialized():
             dist.barrier()  # rng_state_N.pth of every process is written before the manifest lists them
         if state.is_world_process_zero:

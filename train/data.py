@@ -44,10 +44,13 @@ from typing import Any
 from lwap.checks.files import check_file
 from lwap.data_sources import hub_offline, training_file
 from lwap.errors import DataError
-from lwap.paths import DATA_DIR_VARIABLE
+from lwap.paths import DATA_DIR_VARIABLE, expand_path
 from lwap.train import data_rows
 from lwap.train.config import DataConfig
 from lwap.train.data_rows import EMPTY_TEXT
+
+# `datasets` and pyarrow are imported in the functions that read data: `lwap card` and `lwap mine` import
+# this module for its rules on paths and formats without reading any (datasets takes a second to import)
 
 __all__ = ["EMPTY_TEXT", "FORMATS", "empty_texts", "file_format", "load_train_dataset"]
 
@@ -114,7 +117,7 @@ def _is_local(value: str) -> bool:
     """A path (existing, with a data-file suffix, or written as a path) rather than a hub dataset id."""
     lowered = value.lower().removesuffix(".gz")
     return (
-        Path(os.path.expandvars(value)).expanduser().exists()
+        expand_path(value).exists()
         or value.startswith(("/", ".", "~", "$"))
         or lowered.endswith(tuple(FORMATS))
     )

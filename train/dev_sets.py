@@ -13,13 +13,16 @@ a missing column or an empty qrels file stops the run with one line and nothing 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lwap.errors import ConfigError, DataError
-from lwap.train.config import PAIRS_METRICS, SEARCH_DEV_METRICS, EvalConfig
+from lwap.paths import expand_path
+from lwap.train.config_schema import PAIRS_METRICS, SEARCH_DEV_METRICS, EvalConfig
+
+# the readers and evaluators (lwap.eval: sentence-transformers) are imported where a dev set is read:
+# `lwap card` imports this module for `summary_dev` alone
 
 STSB_DEV_KEY = "eval_stsb-dev_spearman_cosine"  # what the STS-B dev evaluator logs (name stsb-dev)
 DEV_NAME = "dev"  # the evaluator's name for a user's dev set: its metrics log as eval_dev_...
@@ -82,18 +85,13 @@ class DevSet:
         return {"dev_set": self.label, "dev_metric": self.metric, "dev_metric_key": self.key}
 
 
-def dev_path(value: str) -> Path:
-    """`eval.dev` as a path: `$LWAP_DATA_DIR` and `~` expanded, as data.train."""
-    return Path(os.path.expandvars(value)).expanduser()
-
-
 def dev_kind(e: EvalConfig) -> str | None:
     """stsb, pairs or beir from the config alone (a folder is a BEIR folder; anything else a file)."""
     if e.dev is None:
         return None
     if e.dev == "stsb":
         return "stsb"
-    return "beir" if dev_path(e.dev).is_dir() else "pairs"
+    return "beir" if expand_path(e.dev).is_dir() else "pairs"
 
 
 def dev_metric(e: EvalConfig, kind: str) -> str:
@@ -109,15 +107,6 @@ def dev_metric(e: EvalConfig, kind: str) -> str:
     return metric
 
 
-def dev_key(e: EvalConfig) -> str | None:
-    """The logged metric that selects the checkpoint (the trainer's `metric_for_best_model`), without
-    reading the set; None without a dev set."""
-    kind = dev_kind(e)
-    if kind is None:
-        return None
-    return DevSet(kind, str(e.dev), dev_metric(e, kind), split="dev").key
-
-
 def load_dev_set(e: EvalConfig) -> DevSet | None:
     """The dev set `e` names, read and checked (DataError naming the file and line; ConfigError for a
     metric that does not fit); None for `eval.dev: null`."""
@@ -127,7 +116,7 @@ def load_dev_set(e: EvalConfig) -> DevSet | None:
     metric = dev_metric(e, kind)
     if kind == "stsb":
         return DevSet("stsb", "stsb", metric)
-    path = dev_path(e.dev)
+    path = expand_path(e.dev)
     if kind == "beir":
         from lwap.eval.beir_data import is_beir_folder, load_beir, selection_split
 

@@ -29,6 +29,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from lwap.errors import LwapError
 from lwap.train.callbacks import StopOnSignal, collective_device, process_group_exists
+from lwap.train.outputs import CHECKPOINTS_DIR, latest_complete_checkpoint
 
 
 class TrainingDivergedError(LwapError):
@@ -213,8 +214,6 @@ def _all_finite(model: torch.nn.Module) -> torch.Tensor:
 
 def divergence_message(divergence: Divergence, config: Any, out: Path, config_path: str | None) -> str:
     """One line: the step, what went non-finite, what to try, and which checkpoint resumes."""
-    from lwap.train.outputs import CHECKPOINTS_DIR, latest_complete_checkpoint
-
     t = config.training
     tries = f"a lower training.learning_rate (now {t.learning_rate:g})"
     if t.precision == "bf16":

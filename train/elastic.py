@@ -33,12 +33,14 @@ from typing import Any
 import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
+from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
 from sentence_transformers.sentence_transformer.losses.matryoshka import shrink
 from torch import Tensor, nn
 
-from lwap.depth import DepthReader
+from lwap.depth import DepthReader, num_layers
 from lwap.errors import ConfigError
 from lwap.train.cached_loss import CachedSimCSELoss
+from lwap.train.elastic_config import check_against_backbone
 from lwap.train.losses import SimCSELoss
 
 
@@ -176,9 +178,6 @@ def _plan_config(plan: ElasticPlan) -> dict[str, Any]:
 def plan_for(objective: Any, model: SentenceTransformer) -> ElasticPlan | None:
     """The depth plan `objective` asks for on `model` (None without `depths`); ConfigError where the
     model's backbone or pooler does not allow it."""
-    from lwap.depth import num_layers
-    from lwap.train.elastic_config import check_against_backbone
-
     if objective.depths is None:
         return None
     check_against_backbone(objective, num_layers(model), model.get_embedding_dimension(), "objective")
@@ -212,10 +211,6 @@ def elastic_loss(
         return DepthElasticLoss(simcse, plan)
     if objective.matryoshka_dims is None:
         return loss
-    from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
-
-    from lwap.train.elastic_config import check_against_backbone
-
     check_against_backbone(objective, 0, model.get_embedding_dimension(), "objective")
     try:
         return MatryoshkaLoss(model, loss, objective.matryoshka_dims, objective.matryoshka_weights)

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from transformers import AttentionInterface, PreTrainedModel
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 RESOLUTION = 1 << 15  # each 32-bit draw from torch's `random_` on int32 has 31 random bits: two 15-bit halves
 ATTENTION = "lwap_eager_fast_dropout"  # name registered with transformers' attention interfaces
@@ -91,17 +93,12 @@ def eager_attention_fast_dropout(
 
 
 def _register_attention() -> None:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, eager_mask
-
     AttentionInterface.register(ATTENTION, eager_attention_fast_dropout)
     AttentionMaskInterface.register(ATTENTION, eager_mask)  # an additive float mask, as eager attention takes
 
 
 def configure_for_training(model: nn.Module, attention: str, fast: bool) -> None:
     """Set the attention of every Hugging Face model inside `model`; with `fast`, swap in FastDropout."""
-    from transformers import PreTrainedModel
-
     for backbone in [m for m in model.modules() if isinstance(m, PreTrainedModel)]:
         if fast:
             for parent in backbone.modules():

@@ -14,9 +14,15 @@ is already trained; at the backbone's small learning rate it barely moves in a s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+from lwap.errors import ConfigError
+from lwap.registry import POOLERS
+
+if TYPE_CHECKING:
+    from lwap.train.config import TrainingConfig
 
 
 def head_module_indices(model: Any) -> list[int]:
@@ -24,38 +30,33 @@ def head_module_indices(model: Any) -> list[int]:
     return [i for i, module in enumerate(model) if i > 0 and any(True for _ in module.parameters())]
 
 
-def head_learning_rate_mapping(model: Any, learning_rate: float, multiplier: float) -> dict[str, float]:
+def head_learning_rate(training: TrainingConfig) -> float | None:
+    """The head's learning rate (learning_rate × the multiplier), or None when it trains at the base rate."""
+    multiplier = training.head_learning_rate_multiplier
+    return None if multiplier == 1.0 else training.learning_rate * multiplier
+
+
+def head_learning_rate_mapping(model: Any, training: TrainingConfig) -> dict[str, float]:
     """sentence-transformers' `learning_rate_mapping` for the head (names as the loss sees them,
-    `model.<index>.<param>`); empty when the multiplier is 1 or the pooler has no parameters."""
+    `model.<index>.<param>`); empty when the head trains at the base rate. ConfigError when the config
+    asks for a head rate or warm-up and the pooler has no parameters."""
     indices = head_module_indices(model)
-    if multiplier == 1.0 or not indices:
-        return {}
-    return {rf"^model\.({'|'.join(map(str, indices))})\.": learning_rate * multiplier}
-
-
-def head_learning_rate(args: Any) -> float | None:
-    """The head's learning rate as the optimizer gets it (from `args.learning_rate_mapping`), or None
-    when the head trains at the base rate."""
-    return next(iter(args.learning_rate_mapping.values()), None) if args.learning_rate_mapping else None
-
-
-def head_training_setup(model: Any, args: Any, training: Any) -> list[Any]:
-    """Apply the config's head learning rate to `args`; return the warm-up callback (if any)."""
-    from lwap.errors import ConfigError
-
-    has_head = bool(head_module_indices(model))
-    if not has_head and (training.head_learning_rate_multiplier != 1.0 or training.head_warmup_steps):
+    rate = head_learning_rate(training)
+    if not indices and (rate is not None or training.head_warmup_steps):
+        learning = ", ".join(name for name, pooler in POOLERS.items() if pooler.parameters)
         raise ConfigError(
             "training.head_learning_rate_multiplier / training.head_warmup_steps need a pooler with "
-            "parameters (lwap, weighted, cls); this model's pooling has none"
+            f"parameters ({learning}); this model's pooling has none"
         )
-    args.learning_rate_mapping = head_learning_rate_mapping(
-        model, training.learning_rate, training.head_learning_rate_multiplier
-    )
+    return {} if rate is None else {rf"^model\.({'|'.join(map(str, indices))})\.": rate}
+
+
+def head_warmup(model: Any, training: TrainingConfig, announce: bool) -> list[Any]:
+    """The callback that freezes the backbone for `training.head_warmup_steps` (none without a warm-up;
+    the training arguments turn DDP's search for unused parameters on for it)."""
     if not training.head_warmup_steps:
         return []
-    args.ddp_find_unused_parameters = True  # frozen backbone parameters get no gradient under torchrun
-    return [FreezeBackboneForWarmup(model, training.head_warmup_steps, announce=args.process_index == 0)]
+    return [FreezeBackboneForWarmup(model, training.head_warmup_steps, announce=announce)]
 
 
 class FreezeBackboneForWarmup(TrainerCallback):

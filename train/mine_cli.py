@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     from lwap.checks.files import check_file, check_output
     from lwap.errors import ConfigError, OutputExistsError
-    from lwap.train.dev_sets import dev_path
+    from lwap.paths import expand_path
     from lwap.train.mining import MiningOptions, check_output_name, mine_file, training_keys
 
     options = MiningOptions(
@@ -117,10 +117,10 @@ def run(args: argparse.Namespace) -> int:
     if args.max_seq_length is not None and args.max_seq_length < 2:
         raise ConfigError(f"--max-seq-length must be at least 2, got {args.max_seq_length}")
     # paths first: a bad one should not wait for the model to load
-    if _looks_local(args.pairs) and not dev_path(args.pairs).is_dir():  # a folder: the readers judge it
-        check_file(dev_path(args.pairs), args.pairs, key="PAIRS")
-    if args.corpus is not None and _looks_local(args.corpus) and not dev_path(args.corpus).is_dir():
-        check_file(dev_path(args.corpus), args.corpus, key="--corpus")
+    if _looks_local(args.pairs) and not expand_path(args.pairs).is_dir():  # a folder: the readers judge it
+        check_file(expand_path(args.pairs), args.pairs, key="PAIRS")
+    if args.corpus is not None and _looks_local(args.corpus) and not expand_path(args.corpus).is_dir():
+        check_file(expand_path(args.corpus), args.corpus, key="--corpus")
     output = Path(args.output)
     check_output_name(output)
     check_output(output, folder=False, label=f"--output {args.output}")

@@ -27,6 +27,7 @@ from typing import Any
 
 from lwap.checks.files import atomic_path
 from lwap.errors import ConfigError, DataError
+from lwap.paths import expand_path
 from lwap.train.config import DataConfig
 
 OUTPUT_SUFFIXES = (".csv", ".csv.gz")
@@ -126,9 +127,8 @@ def read_corpus(path: str, text_column: str) -> list[str]:
     from lwap.eval.beir_data import is_beir_folder
     from lwap.eval.beir_data import read_corpus as read_beir_corpus
     from lwap.train.data import EMPTY_TEXT, load_train_dataset
-    from lwap.train.dev_sets import dev_path
 
-    folder = dev_path(path)
+    folder = expand_path(path)
     if folder.is_dir():
         if not is_beir_folder(folder):
             raise DataError(

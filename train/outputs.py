@@ -172,6 +172,8 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
 def _damage(checkpoint: Path) -> str | None:
     """What `--resume` would fail on in `checkpoint` (lwap.train.checkpoint_integrity; its model folder as
     lwap.checks.model_folder allows one), or None."""
+    # here, not at the top: `lwap card` and lwap compare's runner read this module's names without training,
+    # and checkpoint_integrity imports transformers
     from lwap.checks.model_folder import check_model_folder
     from lwap.train.checkpoint_integrity import checkpoint_damage
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from accelerate.utils import extract_model_from_parallel
 from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
@@ -69,8 +70,6 @@ def training_autocast_suspended(model: torch.nn.Module) -> Iterator[None]:
 
 def remove_training_autocast(model: torch.nn.Module) -> None:
     """Drop accelerate's autocasting `forward` for good (after training)."""
-    from accelerate.utils import extract_model_from_parallel
-
     extract_model_from_parallel(model, keep_fp32_wrapper=False)
 
 

@@ -11,6 +11,9 @@ dated folder under the checkpoints, which `lwap train` rotates); every other nam
 
 from __future__ import annotations
 
+from transformers.integrations import get_available_reporting_integrations
+from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
 from lwap.errors import ConfigError, unknown_value
 
 TENSORBOARD = "tensorboard"
@@ -24,9 +27,6 @@ def requested(report_to: str | list[str]) -> list[str]:
 
 def checked_integrations(report_to: str | list[str]) -> list[str]:
     """The names, each one transformers knows and finds installed; ConfigError naming the key otherwise."""
-    from transformers.integrations import get_available_reporting_integrations
-    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-
     names = requested(report_to)
     known = tuple(INTEGRATION_TO_CALLBACK)
     for name in names:

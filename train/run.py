@@ -14,15 +14,34 @@ import time
 from pathlib import Path
 from typing import Any
 
+import sentence_transformers
+import torch
+import torch.distributed as dist
+import transformers
+from transformers import TrainerState
+
+import lwap
+from lwap.backbones import check_backbone
 from lwap.checks.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.errors import LwapError
+from lwap.model import inference_max_seq_length, load_model
+from lwap.paths import expand_path
 from lwap.train import outputs
+from lwap.train.callbacks import process_group_exists
 from lwap.train.config import TrainConfig, dump_config
-from lwap.train.trainer import build_trainer, initial_model, training_arguments
+from lwap.train.data import EMPTY_TEXT, empty_texts
+from lwap.train.dev_sets import summary_dev
+from lwap.train.divergence import TrainingDivergedError, divergence_message
+from lwap.train.elastic_config import check_backbone_depths
+from lwap.train.head_training import head_learning_rate
+from lwap.train.model_card import describe_run, write_card
+from lwap.train.precision import remove_training_autocast
+from lwap.train.trainer import build_trainer, initial_model, training_inputs
+from lwap.train.training_curves import dev_geometry, dev_scores, plot_curves
 
 
 def output_path(config: TrainConfig) -> Path:
-    return Path(os.path.expandvars(config.output.dir)).expanduser()
+    return expand_path(config.output.dir)
 
 
 def train(
@@ -63,27 +82,19 @@ def _train(
         out, overwrite=overwrite, resume=resume
     )  # read-only, every process
 
-    args = training_arguments(config, out, resuming=resume_from is not None)
-    is_main = args.process_index == 0
-    from lwap.backbones import check_backbone
-    from lwap.train.data import load_train_dataset
-
-    # inputs before the output folder: a bad backbone or data file must not clear or start a run there
+    # the inputs before the output folder: a bad backbone, data file or dev set must not clear or start a
+    # run there (the training arguments, made with them, start the process group under torchrun)
     check_backbone(config.model.backbone, trust_remote_code=config.model.trust_remote_code)
-    from lwap.train.elastic_config import check_backbone_depths
-
     check_backbone_depths(config, config_path or "config")  # objective.depths, matryoshka_dims
-    with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
-        dataset = load_train_dataset(config.data, config.objective.name)
-    from lwap.train.dev_sets import load_dev_set
-
-    dev = load_dev_set(config.eval)  # read and checked here too: before the output folder is touched
+    inputs = training_inputs(config, out, resuming=resume_from is not None)
+    args, dataset = inputs.args, inputs.dataset
+    is_main = args.process_index == 0
     with args.main_process_first(desc="output folder"):
         if is_main:
             outputs.prepare_output_dir(out, overwrite=overwrite, resume_from=resume_from)
             write_text_atomically(out / outputs.CONFIG_YAML, dump_config(config))
 
-    built = build_trainer(config, out, args=args, dataset=dataset, dev=dev, callbacks=callbacks)
+    built = build_trainer(config, out, inputs=inputs, callbacks=callbacks)
     trainer, stop = built.trainer, built.stop
     _announce(config, args, dataset, resume_from)
     try:
@@ -103,13 +114,9 @@ def _train(
         raise refused from None
     finally:
         built.tf32.restore()  # TF32 as it was before training, also after a failure
-    from lwap.train.precision import remove_training_autocast
-
     remove_training_autocast(trainer.model)  # what runs in this process from here on: the model's dtype
 
     if built.divergence.diverged is not None:
-        from lwap.train.divergence import TrainingDivergedError, divergence_message
-
         raise TrainingDivergedError(divergence_message(built.divergence.diverged, config, out, config_path))
     if stop.stopped_at_step is not None:
         if is_main:
@@ -123,9 +130,6 @@ def _train(
 
     summary: dict[str, Any] = {}
     if is_main:
-        from lwap.model import inference_max_seq_length
-        from lwap.train.model_card import describe_run
-
         trainer.model.max_seq_length = inference_max_seq_length(trainer.model)  # undo the training truncation
         if config.eval.keep_best and trainer.state.best_global_step == 0:  # never checkpointed: rebuild it
             trainer.model.load_state_dict(initial_model(config).state_dict())
@@ -136,11 +140,7 @@ def _train(
         )
         summary["wall_time_seconds"] = round(time.perf_counter() - wall_start, 1)
         write_json_atomically(summary, out / outputs.SUMMARY_JSON)
-        from lwap.train.model_card import write_card
-
         write_card(out)  # the card users read: loading with trust_remote_code, data, losses (lwap card)
-        from lwap.train.report import plot_curves
-
         plot_curves(
             trainer.state.log_history,
             out / outputs.CURVES_PNG,
@@ -149,11 +149,7 @@ def _train(
             **({"dev_key": built.dev.key, "dev_name": built.dev.short_name} if built.dev else {}),
         )
         _print_result(summary, out)
-    from lwap.train.callbacks import process_group_exists
-
     if process_group_exists():  # even of one process, so that a one-GPU torchrun runs it too
-        import torch.distributed as dist
-
         dist.barrier()  # the other processes wait until the model folder is complete
     return summary
 
@@ -164,8 +160,6 @@ class TrainingOutOfMemoryError(LwapError):
 
 def out_of_memory_error(error: BaseException, config: TrainConfig) -> TrainingOutOfMemoryError | None:
     """One line for torch's out-of-memory error (CUDA's, or another accelerator's), None for others."""
-    import torch
-
     if not isinstance(error, torch.OutOfMemoryError):
         return None
     t = config.training
@@ -194,10 +188,6 @@ def _training_done(checkpoint: Path, config: TrainConfig) -> bool:
 
 def _load_finished(trainer: Any, checkpoint: Path, config: TrainConfig) -> None:
     """The trainer's state and kept weights as training would have left them at `checkpoint`'s step."""
-    from transformers import TrainerState
-
-    from lwap.model import load_model
-
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
     best = trainer.state.best_model_checkpoint
     kept = Path(best) if config.eval.keep_best and best and Path(best).is_dir() else checkpoint
@@ -212,9 +202,7 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
     processes = f" in {args.world_size} processes" if args.world_size > 1 else ""
     resumed = f"; resuming from {resume_from}" if resume_from else ""
     t = config.training
-    from lwap.train.head_training import head_learning_rate  # imports transformers: not at start-up
-
-    head_lr = head_learning_rate(args)
+    head_lr = head_learning_rate(t)
     head = f"; head lr {head_lr:g}" if head_lr is not None else ""
     head += f", backbone frozen for {t.head_warmup_steps} steps" if t.head_warmup_steps else ""
     m = config.model
@@ -226,8 +214,6 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
         f"{processes}, {config.training.precision}, lr {t.learning_rate:g}{head}{resumed}",
         flush=True,
     )
-    from lwap.train.data import EMPTY_TEXT, empty_texts
-
     empty = empty_texts(dataset)
     if empty:
         print(
@@ -258,14 +244,6 @@ def _summary(
     """train_summary.json. The dev score under general names (`dev_set`, `dev_metric`, `best_dev_score`,
     ...); with STS-B dev also under the names runs before `eval.dev` used (`best_dev_spearman`, ...), which
     `lwap compare` and the benchmarks read."""
-    import sentence_transformers
-    import torch
-    import transformers
-
-    import lwap
-    from lwap.train.head_training import head_learning_rate
-    from lwap.train.report import dev_geometry, dev_scores
-
     state = trainer.state
     scores = dev_scores(state.log_history, dev.key) if dev is not None else []
     before = next((s for step, s in scores if step == 0), None)
@@ -289,7 +267,7 @@ def _summary(
         "processes": args.world_size,
         "precision": config.training.precision,
         "learning_rate": config.training.learning_rate,
-        "head_learning_rate": head_learning_rate(args),
+        "head_learning_rate": head_learning_rate(config.training),
         "head_warmup_steps": config.training.head_warmup_steps,
         "resumed_from": str(resume_from) if resume_from else None,
         **(dev.summary() if dev is not None else dict.fromkeys(("dev_set", "dev_metric", "dev_metric_key"))),
@@ -319,8 +297,6 @@ def _summary(
 
 
 def _print_result(summary: dict[str, Any], out: Path) -> None:
-    from lwap.train.dev_sets import summary_dev
-
     def fmt(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.4f}"
 

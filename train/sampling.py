@@ -87,15 +87,21 @@ class LengthGroupedBatchSampler(DefaultBatchSampler):
 class LengthGroupedBatches:
     """The `batch_sampler` argument for SentenceTransformerTrainingArguments: builds the sampler per epoch.
 
-    A small object with a short repr, rather than a `functools.partial`, because the arguments are printed
-    in logs and pickled into every checkpoint's training_args.bin.
+    Made with the training arguments, before the training data is read (that waits for the process
+    group the arguments start), so the token lengths are measured when the trainer asks for the sampler,
+    with the model's tokenizer at its training length. Pickled into every checkpoint's training_args.bin
+    as a record: without the tokenizer (the model folder has it), and with a short repr for the logs.
     """
 
-    def __init__(self, lengths: np.ndarray, group_size: int) -> None:
-        self.lengths, self.group_size = lengths, group_size
+    def __init__(self, tokenizer: Any, max_length: int, group_size: int) -> None:
+        self.tokenizer, self.max_length, self.group_size = tokenizer, max_length, group_size
 
     def __call__(self, dataset: Any, **kwargs: Any) -> LengthGroupedBatchSampler:
-        return LengthGroupedBatchSampler(dataset, lengths=self.lengths, group_size=self.group_size, **kwargs)
+        lengths = token_lengths(dataset, self.tokenizer, self.max_length)
+        return LengthGroupedBatchSampler(dataset, lengths=lengths, group_size=self.group_size, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"tokenizer": None, "max_length": self.max_length, "group_size": self.group_size}
 
     def __repr__(self) -> str:
-        return f"LengthGroupedBatches(group_size={self.group_size}, examples={len(self.lengths)})"
+        return f"LengthGroupedBatches(group_size={self.group_size}, max_length={self.max_length})"

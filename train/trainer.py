@@ -1,4 +1,5 @@
-"""The trainer a config describes: training arguments, model, loss, evaluator, callbacks, assembled once.
+"""The trainer a config describes, assembled once: `training_inputs` decides the model, the training
+arguments, the training data and the dev set; `build_trainer` adds the loss, the evaluator and the callbacks.
 
 `lwap train` (lwap.train.run) drives what `build_trainer` returns; benchmarks/speed/speed.py times the very
 same trainer, so the speed it reports is the speed of `lwap train`. Running it and writing the output
@@ -13,35 +14,58 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+from torch.utils.tensorboard import SummaryWriter
+from transformers import set_seed
+from transformers.integrations import TensorBoardCallback
+from transformers.trainer_utils import SaveStrategy
+
 from lwap.errors import ConfigError
+from lwap.model import build_model, inference_max_seq_length
 from lwap.train import outputs
+from lwap.train.allocator import keep_freed_memory
+from lwap.train.cached_loss import CachedSimCSELoss
+from lwap.train.callbacks import (
+    EvaluateAtEnd,
+    MetricsCsv,
+    ShareDevScores,
+    StopOnSignal,
+    Timing,
+    process_group_exists,
+)
+from lwap.train.checkpoint_integrity import ChecksumCheckpoints
 from lwap.train.config import ModelConfig, TrainConfig
+from lwap.train.data import load_train_dataset
+from lwap.train.dev_sets import DevSet, dev_evaluator, load_dev_set
+from lwap.train.divergence import FP16_OVERFLOW_PATIENCE, SelectTheBest, StopOnNonFinite
+from lwap.train.elastic import elastic_loss
+from lwap.train.fast_dropout import configure_for_training
+from lwap.train.head_training import head_learning_rate_mapping, head_warmup
+from lwap.train.losses import SimCSELoss
+from lwap.train.precision import OutsideTrainingAutocastEvaluation, Tf32ForTraining
+from lwap.train.reporting import TENSORBOARD, checked_integrations, for_transformers, requested
+from lwap.train.sampling import LengthGroupedBatches
 
 if TYPE_CHECKING:
-    import torch
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
     from sentence_transformers.sentence_transformer.trainer import SentenceTransformerTrainer
-    from sentence_transformers.sentence_transformer.training_args import (
-        SentenceTransformerTrainingArguments,
-    )
     from transformers import TrainerCallback
 
-    from lwap.train.cached_loss import CachedSimCSELoss
-    from lwap.train.callbacks import StopOnSignal, Timing
-    from lwap.train.dev_sets import DevSet
-    from lwap.train.divergence import StopOnNonFinite
-    from lwap.train.losses import SimCSELoss
-    from lwap.train.precision import Tf32ForTraining
+# sentence-transformers' sampler names; length_grouped is lwap's own (lwap.train.sampling)
+BATCH_SAMPLER_NAMES = {"random": "batch_sampler", "no_duplicates": "no_duplicates"}
 
-# sentence-transformers' sampler names; length_grouped starts as the plain sampler and is replaced in
-# build_trainer, once the model's tokenizer can measure the examples (lwap.train.sampling)
-BATCH_SAMPLER_NAMES = {
-    "random": "batch_sampler",
-    "no_duplicates": "no_duplicates",
-    "length_grouped": "batch_sampler",
-}
+
+@dataclass
+class TrainingInputs:
+    """What a run trains with, each decided once, by `training_inputs`: `build_trainer` takes them."""
+
+    model: SentenceTransformer  # the model the run starts from (`initial_model`)
+    args: SentenceTransformerTrainingArguments  # every training argument (`training_arguments`)
+    dataset: Dataset  # the training data, columns as the loss reads them
+    dev: DevSet | None  # the dev set that selects the kept checkpoint (eval.dev)
 
 
 @dataclass
@@ -66,16 +90,44 @@ class BuiltTrainer:
     tf32: Tf32ForTraining
 
 
-def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any:
-    """sentence-transformers training arguments for `config` (creating them starts torch.distributed)."""
-    import torch
-    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+def training_inputs(
+    config: TrainConfig, out: Path, *, resuming: bool = False, checkpoints: bool = True
+) -> TrainingInputs:
+    """The model, the training arguments, the training data and the dev set `config` describes, in the
+    order they need each other; nothing is written under `out`. `lwap train` calls it before it touches
+    the output folder, so a bad data file or dev set stops a run with nothing lost.
 
-    from lwap.train.dev_sets import dev_key
-    from lwap.train.reporting import checked_integrations, for_transformers
+    `checkpoints=False` saves none at all, not even after the last step (which is then evaluated only if
+    it falls on `eval.eval_steps`): for timing the loop alone, as benchmarks/speed/speed.py does; it needs
+    `eval.keep_best: false`, since keeping the best reloads a checkpoint.
+    """
+    if not checkpoints and config.eval.keep_best:
+        raise ValueError("checkpoints=False needs eval.keep_best: false (keeping the best reloads one)")
+    t = config.training
+    if t.keep_freed_memory and not training_on_cuda(t.device, torch.cuda.is_available()):
+        keep_freed_memory()  # before the model and optimizer allocate
+    model = initial_model(config)
+    dev = load_dev_set(config.eval)
+    args = training_arguments(config, out, model, dev, resuming=resuming, checkpoints=checkpoints)
+    with args.main_process_first(desc="training data"):  # the main process fills the datasets cache first
+        dataset = load_train_dataset(config.data, config.objective.name)
+    return TrainingInputs(model, args, dataset, dev)
 
+
+def training_arguments(
+    config: TrainConfig,
+    out: Path,
+    model: SentenceTransformer,
+    dev: DevSet | None,
+    *,
+    resuming: bool,
+    checkpoints: bool = True,
+) -> SentenceTransformerTrainingArguments:
+    """Every sentence-transformers training argument of the run, decided here and changed nowhere after:
+    the head's learning rate and the DDP flag follow the model's head, the sampler its tokenizer, the
+    metric that selects the dev set (creating the arguments starts torch.distributed)."""
     t, e, o = config.training, config.eval, config.output
-    integrations = checked_integrations(t.report_to)  # before any work: one line for a missing one
+    integrations = checked_integrations(t.report_to)  # one line for a missing one
     use_cpu = not training_on_cuda(t.device, torch.cuda.is_available())
     if t.precision == "fp16" and use_cpu:
         raise ConfigError(
@@ -83,7 +135,11 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             "use bf16 on the CPU"
         )
     launched = "LOCAL_RANK" in os.environ and "WORLD_SIZE" in os.environ  # torchrun, even one process
-    evaluate = e.dev is not None
+    head_rates = head_learning_rate_mapping(model, t)  # the head's parameters → their learning rate
+    if t.batch_sampler == "length_grouped":
+        sampler: Any = LengthGroupedBatches(model.tokenizer, model.max_seq_length, t.length_group_size)
+    else:
+        sampler = BATCH_SAMPLER_NAMES[t.batch_sampler]
     try:
         args = SentenceTransformerTrainingArguments(
             output_dir=str(out / outputs.CHECKPOINTS_DIR),
@@ -92,6 +148,7 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             per_device_train_batch_size=t.per_device_batch_size,
             per_device_eval_batch_size=e.batch_size,
             learning_rate=t.learning_rate,
+            learning_rate_mapping=head_rates,
             weight_decay=t.weight_decay,
             warmup_steps=t.warmup_ratio,  # < 1 means a fraction of the total steps
             lr_scheduler_type=t.lr_scheduler,
@@ -99,25 +156,26 @@ def training_arguments(config: TrainConfig, out: Path, *, resuming: bool) -> Any
             fp16=t.precision == "fp16",  # transformers' fp16: autocast plus a gradient scaler
             use_cpu=use_cpu,
             ddp_backend="gloo" if use_cpu and launched else None,
-            # explicitly off: left unset, transformers turns it on for a model that is not a
+            # explicitly set: left unset, transformers turns it on for a model that is not a
             # PreTrainedModel (a SentenceTransformer). Every trainable parameter gets a gradient (BERT's
-            # pooler is frozen: lwap.model; tests/test_device_choices.py); the head warm-up turns the
-            # search back on (head_training.py)
-            ddp_find_unused_parameters=False,
+            # pooler is frozen: lwap.model; tests/test_device_choices.py), except while the head warm-up
+            # freezes the backbone (head_training.py)
+            ddp_find_unused_parameters=t.head_warmup_steps > 0,
             seed=t.seed,
             dataloader_drop_last=t.drop_last,
             # tokenization runs in the collate function: in worker processes it overlaps the device's work
             dataloader_num_workers=t.dataloader_workers,
             dataloader_persistent_workers=t.dataloader_workers > 0,
-            batch_sampler=BATCH_SAMPLER_NAMES[t.batch_sampler],
-            eval_strategy="steps" if evaluate else "no",
+            batch_sampler=sampler,
+            eval_strategy="steps" if dev is not None else "no",
             eval_steps=e.eval_steps,
-            eval_on_start=evaluate and e.before_training and not resuming,
-            save_strategy="steps",
+            eval_on_start=dev is not None and e.before_training and not resuming,
+            # no checkpoints: none of transformers' periodic and final saves either
+            save_strategy=SaveStrategy.STEPS if checkpoints else SaveStrategy.NO,
             save_steps=o.save_steps,
             save_total_limit=o.save_total_limit,
             load_best_model_at_end=e.keep_best,
-            metric_for_best_model=dev_key(e) if evaluate else None,
+            metric_for_best_model=dev.key if dev is not None else None,
             greater_is_better=True,
             logging_steps=t.logging_steps,
             logging_nan_inf_filter=False,  # a NaN loss stops the run (StopOnNonFinite): log it, not a mean
@@ -177,15 +235,11 @@ def apply_device_settings(config: TrainConfig, model: Any, on_cuda: bool, say: b
             )
         return
     if t.attention != "sdpa" or t.fast_dropout:
-        from lwap.train.fast_dropout import configure_for_training
-
         configure_for_training(model, t.attention, t.fast_dropout)
 
 
 def build_configured_model(m: ModelConfig, device: str | None = None) -> SentenceTransformer:
     """The SentenceTransformer a config's `model` section describes (backbone + pooling head)."""
-    from lwap.model import build_model
-
     return build_model(
         m.backbone,
         m.pooling,
@@ -200,57 +254,17 @@ def build_configured_model(m: ModelConfig, device: str | None = None) -> Sentenc
 def build_trainer(
     config: TrainConfig,
     out: Path,
+    inputs: TrainingInputs,
     *,
-    args: SentenceTransformerTrainingArguments | None = None,
-    dataset: Dataset | None = None,
-    dev: DevSet | None = None,
     callbacks: Sequence[TrainerCallback] = (),
-    checkpoints: bool = True,
 ) -> BuiltTrainer:
-    """The `SentenceTransformerTrainer` that `lwap train` runs for `config`, writing logs into `out`.
-
-    `args`, `dataset` and `dev` default to `training_arguments(config, out, resuming=False)`, the config's
-    training data and its dev set (`lwap.train.dev_sets`); `lwap train` passes its own (read once, before
-    the output folder is touched). `callbacks` come after
-    lwap's own. `checkpoints=False` saves none at all, not even after the last step (which is then
-    evaluated only if it falls on `eval.eval_steps`): for timing the loop alone, as benchmarks/speed/speed.py
-    does; it needs `eval.keep_best: false`, since keeping the best reloads a checkpoint.
+    """The `SentenceTransformerTrainer` that `lwap train` runs for `config`, on `inputs` (`training_inputs`),
+    writing logs into `out`; `callbacks` come after lwap's own. The loss, the evaluator and the callbacks
+    follow from the config and the inputs: nothing here changes a training argument.
     """
-    from torch.utils.tensorboard import SummaryWriter
-    from transformers.integrations import TensorBoardCallback
-    from transformers.trainer_utils import SaveStrategy
-
-    from lwap.train.callbacks import (
-        EvaluateAtEnd,
-        MetricsCsv,
-        ShareDevScores,
-        StopOnSignal,
-        Timing,
-        process_group_exists,
-    )
-    from lwap.train.divergence import SelectTheBest, StopOnNonFinite
-    from lwap.train.losses import SimCSELoss
-    from lwap.train.precision import OutsideTrainingAutocastEvaluation, Tf32ForTraining
-    from lwap.train.reporting import TENSORBOARD, requested
-
-    if not checkpoints and config.eval.keep_best:
-        raise ValueError("checkpoints=False needs eval.keep_best: false (keeping the best reloads one)")
-    if args is None:
-        args = training_arguments(config, out, resuming=False)
-    if dataset is None:
-        from lwap.train.data import load_train_dataset
-
-        dataset = load_train_dataset(config.data, config.objective.name)
-    if dev is None and config.eval.dev is not None:
-        from lwap.train.dev_sets import load_dev_set
-
-        dev = load_dev_set(config.eval)
+    model, args, dataset, dev = inputs.model, inputs.args, inputs.dataset, inputs.dev
     on_cuda = args.device.type == "cuda"
-    if config.training.keep_freed_memory and not on_cuda:
-        from lwap.train.allocator import keep_freed_memory
-
-        keep_freed_memory()  # before the model and optimizer allocate
-    model = initial_model(config)
+    checkpoints = args.save_strategy != SaveStrategy.NO
     loss = SimCSELoss(
         model,
         temperature=config.objective.temperature,
@@ -260,41 +274,23 @@ def build_trainer(
         gather_across_devices=process_group_exists(),
     )
     if config.training.mini_batch_size is not None:
-        from lwap.train.cached_loss import CachedSimCSELoss
-
         loss = CachedSimCSELoss(loss, config.training.mini_batch_size)
     if config.objective.matryoshka_dims is not None or config.objective.depths is not None:
-        from lwap.train.elastic import elastic_loss
-
         loss = elastic_loss(config.objective, model, loss)  # Matryoshka, depths (docs/TRAINING.md)
     apply_device_settings(config, model, on_cuda, say=args.process_index == 0)
-    if config.training.batch_sampler == "length_grouped":
-        from lwap.train.sampling import LengthGroupedBatches, token_lengths
-
-        lengths = token_lengths(dataset, model.tokenizer, model.max_seq_length)
-        args.batch_sampler = LengthGroupedBatches(lengths, config.training.length_group_size)
     evaluator = None
     if dev is not None:
-        from lwap.model import inference_max_seq_length
-        from lwap.train.dev_sets import dev_evaluator
-
         # scored at the length the saved model will read (SimCSE evaluates without the training truncation)
         evaluator = dev_evaluator(dev, config.eval, inference_max_seq_length(model))
-    from lwap.train.head_training import head_training_setup
-
     stop, timing = StopOnSignal(), Timing()
     tf32 = Tf32ForTraining(config.training.tf32 if on_cuda else None)
     own: list[Any] = [ShareDevScores(), stop, timing, tf32]  # ShareDevScores first: see its docstring
     if checkpoints:  # EvaluateAtEnd also checkpoints the last step
-        from lwap.train.checkpoint_integrity import ChecksumCheckpoints
-
         own += [EvaluateAtEnd(evaluate=dev is not None), ChecksumCheckpoints()]  # sizes + sha256
-    own += head_training_setup(model, args, config.training)  # the head's lr, the backbone's warm-up
+    own += head_warmup(model, config.training, announce=args.process_index == 0)  # the backbone frozen first
     if checkpoints and config.eval.keep_best:
         own.append(SelectTheBest(dev.key, start_competes=config.eval.start_competes))
     # after every callback that asks for a save or an evaluation, so it can cancel a broken step's
-    from lwap.train.divergence import FP16_OVERFLOW_PATIENCE
-
     divergence = StopOnNonFinite(
         loss,
         dev.key if dev is not None else None,
@@ -316,8 +312,6 @@ def build_trainer(
         evaluator=evaluator,
         callbacks=own + list(callbacks),
     )
-    if not checkpoints:
-        trainer.args.save_strategy = SaveStrategy.NO  # transformers' periodic and final saves
     return BuiltTrainer(
         trainer, model, loss, evaluator, dev, args, dataset, out, stop, timing, divergence, tf32
     )
@@ -329,7 +323,5 @@ def initial_model(config: TrainConfig) -> SentenceTransformer:
 
     Built on the CPU: the trainer moves it to the training device, and `--device cpu` on a GPU machine
     must not touch the GPU (sentence-transformers would otherwise place it on CUDA first)."""
-    from transformers import set_seed
-
     set_seed(config.training.seed)
     return build_configured_model(config.model, device="cpu")

@@ -34,10 +34,11 @@ MODES = ("ordinary", "elastic")
 
 def time_steps(config_path: str, overrides: list[str], out: Path, steps: int) -> list[float]:
     """Seconds of `steps` forward + backward passes of the configured trainer's loss on its first batch."""
-    from lwap.train import build_trainer, load_config
+    from lwap.train import build_trainer, load_config, training_inputs
 
     sets = [*overrides, "eval.dev=null", "eval.keep_best=false", "eval.before_training=false"]
-    built = build_trainer(load_config(config_path, sets), out, checkpoints=False)
+    config = load_config(config_path, sets)
+    built = build_trainer(config, out, inputs=training_inputs(config, out, checkpoints=False))
     trainer = built.trainer
     batch = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
     trainer.model.train()

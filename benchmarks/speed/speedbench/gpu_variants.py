@@ -78,7 +78,7 @@ def cudagraph_skips() -> int:
 def lwap_trainer(pooling: str, setting: Setting, env: dict[str, Any], lever: str) -> Any:
     """`lwap train`'s trainer (BuiltTrainer) for one setting; with the compile lever, checked to compile."""
     from lwap.train.config import config_from_dict
-    from lwap.train.trainer import build_trainer, training_arguments
+    from lwap.train.trainer import build_trainer, training_inputs
 
     unsup = setting.objective == "unsup_simcse"
     raw = {
@@ -100,10 +100,10 @@ def lwap_trainer(pooling: str, setting: Setting, env: dict[str, Any], lever: str
     }
     config = config_from_dict(raw, "gpu_speed")
     out = env["work"] / "lwap-out"
-    args = training_arguments(config, out, resuming=False)
-    if lever == "torch.compile":
-        compile_arguments(args, env["compile_backend"])
-    built = build_trainer(config, out, args=args, checkpoints=False)
+    inputs = training_inputs(config, out, checkpoints=False)
+    if lever == "torch.compile":  # the benchmark's own lever, on top of lwap's arguments
+        compile_arguments(inputs.args, env["compile_backend"])
+    built = build_trainer(config, out, inputs=inputs)
     if lever == "torch.compile":  # refused before it spends a second: the backend accelerate will use
         backend = built.trainer.accelerator.state.dynamo_plugin.backend
         if backend.value.lower() != env["compile_backend"]:

@@ -70,7 +70,7 @@ def lwap_train_variant(
     """The trainer `lwap train configs/quickstart.yaml` builds, with evaluation and checkpoints off."""
 
     def build() -> tuple[Callable[[int], list[Step]], Shapes]:
-        from lwap.train import build_trainer, load_config
+        from lwap.train import build_trainer, load_config, training_inputs
 
         out = Path(tempfile.mkdtemp(prefix=f"lwap-{pooling}-{precision}-", dir=workdir))
         overrides = [
@@ -87,7 +87,8 @@ def lwap_train_variant(
         config = load_config(QUICKSTART, overrides)
         clock = Clock()
         # checkpoints=False: none inside the timed steps, none after the last one
-        built = build_trainer(config, out, callbacks=[clock_callback(clock)], checkpoints=False)
+        inputs = training_inputs(config, out, checkpoints=False)
+        built = build_trainer(config, out, inputs=inputs, callbacks=[clock_callback(clock)])
         record_forwards(built.model[0], clock.sink)
         return trainer_runner(built.trainer, clock, threads), backbone_shapes(built.model[0].auto_model)
 

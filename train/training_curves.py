@@ -1,4 +1,5 @@
-"""What a run reports: the dev score before/best/final from the trainer's log history, and the curves PNG."""
+"""A run's curves, read from the trainer's log history: the training loss, the dev scores (before, best,
+final: train_summary.json) and STS-B dev geometry, and their plot (training_curves.png)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def plot_curves(
     optimizer steps, the kept checkpoint (`kept_step`) marked; beside them, where the dev evaluations
     logged the geometry, the alignment-uniformity trajectory (SimCSE's Figure 2), from the first
     evaluation to the last."""
-    import matplotlib
+    import matplotlib  # here, not at the top: importing lwap.train.run must not pick a notebook's backend
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
