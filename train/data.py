@@ -43,10 +43,11 @@ from typing import Any
 
 from lwap.checks.files import check_file
 from lwap.data_sources import hub_offline, training_file
-from lwap.errors import DataError
+from lwap.errors import DataError, LwapError
 from lwap.paths import DATA_DIR_VARIABLE, expand_path
 from lwap.train import data_rows
 from lwap.train.config import DataConfig
+from lwap.train.data_cache import through_cache
 from lwap.train.data_rows import EMPTY_TEXT
 
 # `datasets` and pyarrow are imported in the functions that read data: `lwap card` and `lwap mine` import
@@ -144,7 +145,9 @@ def _streamed_dataset(path: Path, fmt: str, data: DataConfig, columns: list[str]
     }
     features = datasets.Features({name: datasets.Value("string") for name in names})
     try:
-        return datasets.Dataset.from_generator(_rows, gen_kwargs=kwargs, features=features)
+        return through_cache(
+            lambda: datasets.Dataset.from_generator(_rows, gen_kwargs=kwargs, features=features), str(path)
+        )
     except DatasetGenerationError as error:
         if isinstance(error.__cause__, DataError):
             raise error.__cause__ from None
@@ -187,13 +190,18 @@ def _parquet_dataset(path: Path, data: DataConfig, columns: list[str], names: li
     for column in columns:
         _check_text_type(str(path), column, schema.field(column).type)
     try:
-        dataset = datasets.load_dataset(
-            "parquet",
-            name=f"lwap-{_stamp(path)}",  # the cache key holds the file's size and modification time
-            data_files=str(path),
-            split="train",
-            columns=columns,
+        dataset = through_cache(
+            lambda: datasets.load_dataset(
+                "parquet",
+                name=f"lwap-{_stamp(path)}",  # the cache key holds the file's size and modification time
+                data_files=str(path),
+                split="train",
+                columns=columns,
+            ),
+            str(path),
         )
+    except LwapError:  # the cache: unwritable, or damaged beyond one rebuild
+        raise
     except Exception as error:  # a damaged row group: pyarrow raises inside datasets' generation error
         cause = error.__cause__ or error
         raise DataError(f"{path}: not a readable Parquet file ({_first_line(cause)})") from None
@@ -243,9 +251,14 @@ def _hub_dataset(data: DataConfig, columns: list[str], names: list[str]) -> Any:
     import datasets
 
     try:
-        dataset = datasets.load_dataset(
-            data.train, data.hub_config, data_files=data.hub_data_files, split=data.hub_split
+        dataset = through_cache(
+            lambda: datasets.load_dataset(
+                data.train, data.hub_config, data_files=data.hub_data_files, split=data.hub_split
+            ),
+            f"hub dataset {data.train!r}",
         )
+    except LwapError:  # the cache: unwritable, or damaged beyond one rebuild
+        raise
     except Exception as error:  # datasets raises many types here (offline, not found, bad config/split)
         if hub_offline():
             raise DataError(
@@ -315,15 +328,20 @@ def _text_columns(
         import datasets
 
         cache = Path(datasets.config.HF_DATASETS_CACHE) / "lwap-empty-texts"
-        cache.mkdir(parents=True, exist_ok=True)
         fingerprint = f"{dataset._fingerprint}-empty-texts"
-        dataset = dataset.map(
-            fill,
-            batched=True,
-            desc="empty texts → ' '",
-            new_fingerprint=fingerprint,
-            cache_file_name=str(cache / f"{fingerprint}.arrow"),
-        )
+        cache_file = cache / f"{fingerprint}.arrow"
+
+        def filled() -> Any:
+            cache.mkdir(parents=True, exist_ok=True)
+            return dataset.map(
+                fill,
+                batched=True,
+                desc="empty texts → ' '",
+                new_fingerprint=fingerprint,
+                cache_file_name=str(cache_file),
+            )
+
+        dataset = through_cache(filled, label, entry=cache_file)
     return dataset
 
 
