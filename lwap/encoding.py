@@ -8,8 +8,6 @@ streaming of arbitrarily large files into a memory-mapped `.npy` (one row per in
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -22,7 +20,15 @@ from numpy.lib.format import write_array_header_1_0
 from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
-from lwap.checks.files import atomic_path, check_file, check_output, decoded_lines
+from lwap.checks.files import (
+    atomic_path,
+    bounded_lines,
+    check_file,
+    check_output,
+    decoded_lines,
+    write_failure,
+)
+from lwap.checks.limits import STANDARD_INPUT
 from lwap.errors import DataError, InputError, OutputWriteError
 
 PRECISIONS = ("fp32", "bf16")
@@ -84,6 +90,48 @@ def encode(
 _UTF8_ERROR = "{label}: line {line} is not valid UTF-8 ({reason})"
 
 
+STDIN_LABEL = "standard input"
+SPOOL_BLOCK = 2**20  # bytes of standard input written to the spool at once
+
+
+def _spooled_stdin(stack: contextlib.ExitStack) -> Path:
+    """Standard input copied to a temporary file (its lines are counted before the `.npy` header is
+    written, and a pipe is read once), removed when `stack` closes, whatever ends it. Read as a file is:
+    a line past the line limit is refused once the bound is read, and the whole past `STANDARD_INPUT`
+    once that much is spooled, so neither is first written whole to disk."""
+    # unbuffered, written in blocks here: a buffered file would flush again on close, raising the disk's
+    # refusal a second time, from the stack's exit
+    named = tempfile.NamedTemporaryFile("wb", buffering=0, prefix="lwap-stdin-", suffix=".txt")  # noqa: SIM115
+    spool = stack.enter_context(named)
+    bound, size, block = STANDARD_INPUT.value(), 0, bytearray()
+    try:
+        for _, raw in bounded_lines(sys.stdin.buffer, STDIN_LABEL):
+            size += len(raw)
+            if size > bound:
+                raise DataError(STANDARD_INPUT.refusal(STDIN_LABEL, size, "bytes or more"))
+            block += raw
+            if len(block) >= SPOOL_BLOCK:
+                _write_all(spool, block)
+                block.clear()
+        _write_all(spool, block)
+    except OSError as error:
+        reason = write_failure(error)
+        if reason is None:
+            raise
+        raise OutputWriteError(
+            f"{STDIN_LABEL}: cannot spool it to {Path(spool.name).parent} ({reason}); set TMPDIR to a "
+            f"folder with room, or give --input a file"
+        ) from None
+    return Path(spool.name)
+
+
+def _write_all(raw: Any, data: bytearray) -> None:
+    """All of `data` to an unbuffered file, whose `write` may take only part (on a disk nearly full)."""
+    view = memoryview(data)
+    while view:
+        view = view[raw.write(view) :]
+
+
 def encode_file(
     model: SentenceTransformer,
     input_path: str,
@@ -105,11 +153,7 @@ def encode_file(
     """
     with contextlib.ExitStack() as stack:
         if input_path == "-":
-            spool = stack.enter_context(tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False))
-            stack.callback(os.unlink, spool.name)
-            shutil.copyfileobj(sys.stdin.buffer, spool)
-            spool.close()
-            source, label = Path(spool.name), "<stdin>"
+            source, label = _spooled_stdin(stack), STDIN_LABEL
         else:
             source, label = Path(input_path), input_path
             check_file(source, label, allow_empty=True)

@@ -351,6 +351,7 @@ NOT_PATH_VARIABLES: dict[str, str] = dict.fromkeys(
         "LWAP_MAX_YAML_BYTES",
         "LWAP_MAX_CSV_BYTES",
         "LWAP_MAX_LINE_BYTES",
+        "LWAP_MAX_STDIN_BYTES",
         "LWAP_MAX_TOKENIZER_BYTES",
         "LWAP_MAX_MODEL_BYTES",
     ),

@@ -221,3 +221,92 @@ def test_a_signal_mid_encode_cleans_up_like_ctrl_c(saved_lwap, tmp_path, signame
     assert process.returncode == code, stderr
     assert stderr.strip() == f"lwap encode: stopped by {signame}"
     assert not any(spool.iterdir()) and not any(out.iterdir())
+
+
+def encode_stdin(model, out, tmp, env: dict[str, str]) -> subprocess.Popen:
+    """`lwap encode --input -` in a process of its own, spooling into `tmp` (TMPDIR)."""
+    import os
+
+    command = [sys.executable, "-m", "lwap", "encode", str(model), "--input", "-", "--output", str(out)]
+    return subprocess.Popen(
+        [*command, "--no-progress"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(tmp), "HF_HUB_OFFLINE": "1", **env},
+    )
+
+
+def feed(process: subprocess.Popen, chunks) -> tuple[int, str]:
+    """Write `chunks` to the process's standard input until it stops reading, and wait for it to end:
+    (the bytes it took, its standard error)."""
+    import contextlib
+
+    written = 0
+    with contextlib.suppress(BrokenPipeError):
+        for chunk in chunks:
+            process.stdin.write(chunk)
+            written += len(chunk)
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.close()
+    stderr = process.stderr.read().decode()
+    process.wait(timeout=300)
+    return written, stderr
+
+
+@pytest.mark.slow
+def test_standard_input_is_read_under_the_line_limit_not_spooled_whole_first(saved_lwap, tmp_path) -> None:
+    """Issue 65: one 256 MiB line on standard input is refused once the line bound (1 MiB) is read: lwap
+    stops reading (the writer's pipe breaks) instead of first copying all of it to a temporary file."""
+    tmp, out = tmp_path / "tmp", tmp_path / "e.npy"
+    tmp.mkdir()
+    process = encode_stdin(saved_lwap, out, tmp, {})
+    written, stderr = feed(process, [b"a fine line\n", *(b"x" * 2**20 for _ in range(256))])
+    assert process.returncode == 2, stderr
+    assert stderr.strip() == (
+        "lwap encode: error: standard input:2: the line is longer than the line limit of 1,048,576 bytes "
+        "(set LWAP_MAX_LINE_BYTES to raise it, if the file is meant to have lines this long)"
+    )
+    assert written < 128 * 2**20, "standard input was read on past the refused line"
+    assert not any(tmp.iterdir()) and not out.exists()
+
+
+@pytest.mark.slow
+def test_standard_input_past_its_size_limit_is_one_line(saved_lwap, tmp_path) -> None:
+    tmp, out = tmp_path / "tmp", tmp_path / "e.npy"
+    tmp.mkdir()
+    process = encode_stdin(saved_lwap, out, tmp, {"LWAP_MAX_STDIN_BYTES": "1000"})
+    _, stderr = feed(process, [b"sentence %03d of twenty\n" % i for i in range(100)])  # 23 bytes a line
+    assert process.returncode == 2, stderr
+    assert stderr.strip() == (
+        "lwap encode: error: standard input: 1,012 bytes or more, more than the standard input limit of "
+        "1,000 bytes (set LWAP_MAX_STDIN_BYTES to raise it, if the file is meant to be this large)"
+    )
+    assert not any(tmp.iterdir()) and not out.exists()
+    within = encode_stdin(saved_lwap, out, tmp, {"LWAP_MAX_STDIN_BYTES": "1012"})
+    feed(within, [b"sentence %03d of twenty\n" % i for i in range(44)])
+    assert within.returncode == 0 and np.load(out).shape == (44, 32)
+    assert not any(tmp.iterdir())
+
+
+@pytest.mark.slow
+def test_a_full_spool_folder_is_one_line_and_leaves_no_spool(saved_lwap, tmp_path) -> None:
+    """Standard input spooled onto a real full disk: a 64 KiB tmpfs as TMPDIR (root only, else skipped)."""
+    tmp, out = tmp_path / "tmp", tmp_path / "e.npy"
+    tmp.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(tmp)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()})")
+    try:
+        process = encode_stdin(saved_lwap, out, tmp, {})
+        _, stderr = feed(process, [b"a sentence that fills the disk\n" * 1000 for _ in range(10)])  # 310 KB
+        assert process.returncode == 2, stderr
+        assert stderr.strip() == (
+            f"lwap encode: error: standard input: cannot spool it to {tmp} (No space left on device); set "
+            "TMPDIR to a folder with room, or give --input a file"
+        )
+        assert not any(tmp.iterdir()) and not out.exists()
+    finally:
+        subprocess.run(["umount", "-l", str(tmp)], check=False)

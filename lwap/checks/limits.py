@@ -64,13 +64,16 @@ CSV_FILE = Limit("CSV file", "LWAP_MAX_CSV_BYTES", 16 * MiB)
 # one line of a data file (training data, evaluation data, `lwap encode` input, a JSON line): read
 # with this bound, so an enormous line costs the bound, not the line
 LINE = Limit("line", "LWAP_MAX_LINE_BYTES", MiB)
+# all of `lwap encode --input -`: standard input is spooled to a temporary file (TMPDIR) so its lines can be
+# counted before the .npy is written; this bounds what the spool may take of that disk
+STANDARD_INPUT = Limit("standard input", "LWAP_MAX_STDIN_BYTES", 8 * GiB)
 # tokenizer.json, vocab.txt, merges.txt, sentencepiece models in a model folder (the largest common
 # tokenizers, multilingual ones, are about 35 MiB)
 TOKENIZER_FILE = Limit("tokenizer file", "LWAP_MAX_TOKENIZER_BYTES", 128 * MiB)
 # the model a backbone's config.json describes, in float32 bytes (4 per parameter), and its weights
 MODEL = Limit("model", "LWAP_MAX_MODEL_BYTES", 32 * GiB)
 
-LIMITS = (JSON_FILE, YAML_FILE, CSV_FILE, LINE, TOKENIZER_FILE, MODEL)
+LIMITS = (JSON_FILE, YAML_FILE, CSV_FILE, LINE, STANDARD_INPUT, TOKENIZER_FILE, MODEL)
 
 # not bytes and not raisable: how many values the aliases of one YAML document may expand to (an alias
 # bomb of ten nested aliases nine times each is 3.5 billion; a complete training config is about 120)
