@@ -19,14 +19,17 @@ import csv
 import gzip
 import io
 import random
+import re
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lwap.checks.files import atomic_path
-from lwap.errors import ConfigError, DataError
+from lwap.checks.files import atomic_path, write_failure
+from lwap.errors import ConfigError, DataError, OutputWriteError
 from lwap.paths import expand_path
 from lwap.train.config import DataConfig
 
@@ -37,6 +40,7 @@ SIMILARITY_BUDGET = 2**26  # scores held at once (256 MiB of fp32): bounds mine_
 # window is range_min + 10 k + the most positives of an anchor: on a corpus of near neighbours that window
 # can lie wholly inside the margin (SciFact: a fifth of the pairs got no negative), and the pair is lost
 WINDOW = 100
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 
 
 def negative_columns(k: int) -> list[str]:
@@ -184,8 +188,6 @@ def mine(
     a temporary folder under `scratch` (mine_hard_negatives' `cache_folder`: the corpus is not encoded
     twice). A pair is left out only where no candidate at all passes the guards.
     """
-    import tempfile
-
     # the very candidate list mine_hard_negatives builds (corpus, then positives, de-duplicated): the
     # same list in both passes, so the second finds the first's cached corpus embeddings
     candidates = list(dict.fromkeys([*(corpus or ()), *pairs["positive"]]))
@@ -264,6 +266,17 @@ def write_mined(mined: Any, path: Path, k: int) -> list[str]:
     return columns
 
 
+def _short_write(error: OSError, where: Path) -> str | None:
+    """numpy's `np.save` reports a full disk without an errno, as `N requested and M written`."""
+    if error.errno is not None or not _SHORT_WRITE.fullmatch(str(error)):
+        return None
+    try:
+        free = f"; {shutil.disk_usage(where).free / 2**20:.1f} MiB free on that file system"
+    except OSError:
+        free = ""
+    return f"a short write: {error}{free}"
+
+
 def mine_file(
     pairs_path: str,
     model: Any,
@@ -280,7 +293,17 @@ def mine_file(
     pairs = read_pairs(pairs_path, anchor_column, positive_column)
     corpus = read_corpus(corpus_path, corpus_column) if corpus_path is not None else None
     scratch = output.parent if output.parent.is_dir() else None  # the embeddings' cache: beside the output
-    mined, candidates = mine(pairs, model, options, corpus, scratch=scratch)
+    try:
+        mined, candidates = mine(pairs, model, options, corpus, scratch=scratch)
+    except OSError as error:  # the embeddings cached on a full disk: one line (the folder is gone already)
+        where = scratch or Path(tempfile.gettempdir())
+        reason = write_failure(error, where) or _short_write(error, where)
+        if reason is None:
+            raise
+        raise OutputWriteError(
+            f"{output}: cannot write the temporary embeddings of the candidates under {where} ({reason}); "
+            f"free space there, or choose an --output on a disk with room"
+        ) from None
     if len(mined) == 0:
         raise DataError(
             f"{pairs_path}: no pair got {options.num_negatives} hard negative(s) past the guards "
