@@ -27,6 +27,16 @@ def fruit_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def saved_lwap(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An lwap model over the tiny random BERT: slow enough at batch size 1 to be stopped mid-encoding."""
+    from lwap import build_model
+
+    folder = tmp_path_factory.mktemp("mine") / "lwap-tiny"
+    build_model(str(tiny_bert), "lwap").save(str(folder))
+    return folder
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB tmpfs: a disk that really fills."""
@@ -97,7 +107,7 @@ def test_a_full_disk_while_writing_the_output_is_one_line(
 @pytest.mark.slow
 @pytest.mark.parametrize(("signame", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])
 def test_a_signal_mid_mine_leaves_nothing_behind(
-    tiny_bert: Path, tmp_path: Path, signame: str, code: int
+    saved_lwap: Path, tmp_path: Path, signame: str, code: int
 ) -> None:
     """What a scheduler (SIGTERM) or a closed terminal (SIGHUP) sends while `lwap mine` encodes: exit
     128 + the signal, one line, and neither the output, its temporary embeddings folder, a temporary file
@@ -107,14 +117,16 @@ def test_a_signal_mid_mine_leaves_nothing_behind(
         folder.mkdir()
     pairs = write_pairs(tmp_path / "pairs.csv", 3000)
     env = {**os.environ, "HF_DATASETS_CACHE": str(cache), "TMPDIR": str(tmp), "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "lwap", *mine_argv(pairs, tiny_bert, out / "mined.csv")]
+    command = [sys.executable, "-m", "lwap", *mine_argv(pairs, saved_lwap, out / "mined.csv")]
     process = subprocess.Popen(
         [*command, "--batch-size", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True
     )
     deadline = time.monotonic() + 240
     while not list(out.glob(".lwap-mine-*")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert list(out.glob(".lwap-mine-*")), "lwap mine never started encoding"
+    assert list(out.glob(".lwap-mine-*")), f"lwap mine never started encoding: {process.poll()}, " + (
+        "" if process.poll() is None else process.communicate()[1][-2000:]
+    )
     time.sleep(0.5)
     process.send_signal(getattr(signal, signame))
     _, stderr = process.communicate(timeout=240)
