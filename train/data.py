@@ -31,7 +31,8 @@ number, a Parquet integer column) is refused.
 Files are read once into an Arrow file in the `datasets` cache (memory-mapped, so 1M sentences are not
 held in RAM): the line-based formats by `Dataset.from_generator`, whose cache key includes the file's
 size and modification time (so an edited file is read again); Parquet by its builder under a config
-name holding the same stamp.
+name holding the same stamp. A damaged entry there is rebuilt once, and a full or unwritable cache folder
+is one line naming it: lwap.train.data_cache.
 """
 
 from __future__ import annotations
