@@ -32,7 +32,7 @@ def cache_root() -> Path:
     """The folder `datasets` caches in (HF_DATASETS_CACHE, by default ~/.cache/huggingface/datasets)."""
     import datasets
 
-    return Path(datasets.config.HF_DATASETS_CACHE)
+    return Path(datasets.config.HF_DATASETS_CACHE).expanduser()
 
 
 def through_cache(build: Callable[[], T], label: str, entry: Path | None = None) -> T:
