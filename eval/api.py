@@ -18,7 +18,7 @@ from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
-from lwap.checks.files import check_output
+from lwap.checks.output_claim import FolderClaim, check_folder, entries, mark_folder
 from lwap.encoding import PRECISIONS
 from lwap.errors import ConfigError
 from lwap.eval.beir_data import BeirDataset, load_beir, load_scifact
@@ -128,6 +128,23 @@ def _versions(use_mteb: bool) -> dict[str, str]:
     return versions
 
 
+def check_output_folder(output_dir: Path, *, overwrite: bool = False) -> FolderClaim:
+    """Whether `lwap eval` may write its files in `output_dir` (lwap.checks.output_claim): ConfigError, one
+    line, for a user's non-empty folder without `overwrite`, a user's file named as one lwap writes, a
+    link where lwap writes; a folder an earlier lwap eval wrote (its files alone) is lwap's. Read-only."""
+    from lwap.eval.report import LAYER_PNG, PAIR_SCORES, RESULTS_JSON, RESULTS_MD
+
+    written = (RESULTS_JSON, RESULTS_MD, LAYER_PNG, PAIR_SCORES)
+    return check_folder(
+        output_dir,
+        "eval",
+        overwrite=overwrite,
+        writes=written,
+        label=f"output {output_dir}",
+        legacy=lambda folder: (folder / RESULTS_JSON).is_file() and set(entries(folder)) <= set(written),
+    )
+
+
 def evaluate_model(
     model: SentenceTransformer | str | os.PathLike[str],
     tasks: Sequence[str] = DEFAULT_TASKS,
@@ -145,6 +162,7 @@ def evaluate_model(
     model_name: str | None = None,
     pairs_columns: Sequence[str] = DEFAULT_COLUMNS,
     output_dir: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
     pair_scores: bool = False,
     show_progress_bar: bool = False,
     log: Callable[[str], None] | None = None,
@@ -157,8 +175,10 @@ def evaluate_model(
     the `score`. A scored pairs file (a path among `tasks`, its columns `pairs_columns`) is scored as an
     STS set: cosine Spearman × 100, lwap's own scorer (with `use_mteb` too). With `output_dir`, also
     writes results.json, results.md and, for an LWAP model, the layer-attention PNG
-    (`lwap.eval.report.write_outputs`); with `pair_scores` too, pair_scores.npz: each STS test pair's
-    cosine (float32, keyed TASK/SUBSET, in the data's order), for a bootstrap over pairs later.
+    (`lwap.eval.report.write_outputs`) into a folder that is new, empty or lwap's
+    (lwap.checks.output_claim; `overwrite` adopts a user's non-empty folder, keeping its entries); with
+    `pair_scores` too, pair_scores.npz: each STS test pair's cosine (float32, keyed TASK/SUBSET, in the
+    data's order), for a bootstrap over pairs later.
     A folder is loaded by `lwap.load_model` (what it may hold: `lwap.checks.model_folder`);
     `trust_remote_code` is its opt-in to the folder's own code. `warn` gets what the data says about the
     scores (judgements naming documents missing from a corpus), before any scoring; by default a
@@ -171,12 +191,7 @@ def evaluate_model(
         raise ConfigError("pair scores are written by lwap's own scorer into the output folder: give an "
                           "output folder (--output DIR) and leave out --mteb")
     if output_dir is not None:  # before any work: a bad output folder should not cost an evaluation
-        from lwap.eval.report import LAYER_PNG, PAIR_SCORES, RESULTS_JSON, RESULTS_MD
-
-        written = (RESULTS_JSON, RESULTS_MD, LAYER_PNG, PAIR_SCORES)
-        check_output(
-            Path(output_dir), folder=True, label=f"output {output_dir}", error=ConfigError, entries=written
-        )
+        claim = check_output_folder(Path(output_dir), overwrite=overwrite)
     started = time.perf_counter()
     sts_names, search_specs, pairs_specs = resolve_tasks(tasks)
 
@@ -302,6 +317,7 @@ def evaluate_model(
     if output_dir is not None:
         from lwap.eval.report import write_outputs
 
+        mark_folder(claim)
         results["files"] = [str(p) for p in write_outputs(results, Path(output_dir), cosines)]
     return results
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from lwap.cli_options import add_device, add_no_progress, add_trust_remote_code
 
@@ -53,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output", default=None, metavar="DIR", help="write results.json, results.md (and the PNG) here"
     )
     parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into an --output folder lwap did not make (it keeps what the folder holds; else refused)",
+    )
+    parser.add_argument(
         "--pair-scores",
         action="store_true",
         help="also write pair_scores.npz in --output: each STS test pair's cosine (a bootstrap over pairs)",
@@ -79,7 +85,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lwap.eval.api import evaluate_model
     from lwap.eval.report import format_table
 
     def log(message: str) -> None:
@@ -89,7 +94,28 @@ def run(args: argparse.Namespace) -> int:
     def warn(message: str) -> None:  # not silenced by --no-progress: it is about the scores
         print(f"lwap eval: warning: {message}", file=sys.stderr, flush=True)
 
-    results = evaluate_model(
+    import contextlib
+    from pathlib import Path
+
+    from lwap.checks.output_claim import locked_folder
+    from lwap.eval.api import check_output_folder
+
+    if args.output is not None:  # before the lock, which creates the folder
+        check_output_folder(Path(args.output), overwrite=args.overwrite)
+    with contextlib.nullcontext() if args.output is None else locked_folder(Path(args.output), "eval"):
+        results = _evaluate(args, log, warn)
+    print(format_table(results))
+    for path in results.get("files", []):
+        print(f"wrote {path}")
+    if args.output is None:
+        log("pass --output DIR to keep results.json, results.md (and the layer-attention PNG)")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace, log: Callable[[str], None], warn: Callable[[str], None]) -> dict:
+    from lwap.eval.api import evaluate_model
+
+    return evaluate_model(
         args.model,
         args.tasks,
         variant=args.variant,
@@ -104,14 +130,9 @@ def run(args: argparse.Namespace) -> int:
         trust_remote_code=args.trust_remote_code,
         pairs_columns=args.pairs_columns,
         output_dir=args.output,
+        overwrite=args.overwrite,
         pair_scores=args.pair_scores,
         show_progress_bar=not args.no_progress,
         log=log,
         warn=warn,
     )
-    print(format_table(results))
-    for path in results.get("files", []):
-        print(f"wrote {path}")
-    if args.output is None:
-        log("pass --output DIR to keep results.json, results.md (and the layer-attention PNG)")
-    return 0

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
 from lwap.depth import backbone_of, check_depth, depth_cut, num_layers
-from lwap.errors import ConfigError
+from lwap.errors import ConfigError, OutputExistsError
+
+if TYPE_CHECKING:
+    from lwap.checks.output_claim import FolderClaim
 
 
 def layer_list(backbone: nn.Module) -> tuple[nn.Module, str, nn.ModuleList]:
@@ -58,25 +61,62 @@ def truncate_model(model: Any, depth: int) -> Any:
 
 
 TRUNCATED_NOTE = "TRUNCATED.md"
+# what every saved model folder holds, checked against a folder's foreign entries before the model loads
+# (the rest of what the save writes is checked when it is written: lwap.checks.output_claim.new_contents)
+SAVED_NAMES = (
+    TRUNCATED_NOTE,
+    "README.md",
+    "modules.json",
+    "config_sentence_transformers.json",
+    "config.json",
+)
+
+
+def check_output_folder(output: Path, *, overwrite: bool = False) -> FolderClaim:
+    """Whether `lwap truncate` may write `output` (lwap.checks.output_claim): a new or empty folder, or
+    one it wrote before with `overwrite`; a user's non-empty folder only with `overwrite`, which keeps
+    its entries. OutputExistsError (one line) otherwise; read-only."""
+    from lwap.checks.output_claim import check_folder, entries
+
+    claim = check_folder(
+        output,
+        "truncate",
+        overwrite=overwrite,
+        writes=SAVED_NAMES,
+        label=str(output),
+        error=OutputExistsError,
+        legacy=lambda folder: (folder / TRUNCATED_NOTE).is_file() and (folder / "modules.json").is_file(),
+    )
+    if claim.state in ("lwap", "legacy") and set(entries(output)) - claim.foreign and not overwrite:
+        raise OutputExistsError(
+            f"{output} already exists (a model lwap truncate saved); pass --overwrite to replace it, or "
+            "choose a new folder for the truncated model"
+        )
+    return claim
 
 
 def save_truncated(
-    model: Any, depth: int, output: Path, *, source: str = "", dims: int | None = None
+    model: Any,
+    depth: int,
+    output: Path,
+    *,
+    source: str = "",
+    dims: int | None = None,
+    overwrite: bool = False,
 ) -> Path:
-    """`truncate_model(model, depth)` saved to `output` (a new folder, written whole or not at all), with
-    `truncate_dim` set when `dims` is given, and a note saying what it was cut from."""
-    from lwap.checks.files import atomic_path, write_text_atomically
-    from lwap.errors import OutputExistsError
+    """`truncate_model(model, depth)` saved to `output` (a new, empty or lwap-made folder: a model written
+    whole or not at all, replacing lwap's earlier one with `overwrite`), with `truncate_dim` set when
+    `dims` is given, and a note saying what it was cut from."""
+    from lwap.checks.files import write_text_atomically
+    from lwap.checks.output_claim import new_contents
 
-    if output.exists():
-        raise OutputExistsError(f"{output} already exists; choose a new folder for the truncated model")
+    claim = check_output_folder(output, overwrite=overwrite)
     full = num_layers(model)
     truncated = truncate_model(model, depth)
     if dims is not None:
         check_dims(truncated, dims)
         truncated.truncate_dim = dims
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(output) as partial:
+    with new_contents(claim) as partial:
         truncated.save(str(partial))
         cut = f"its first {depth} of {full} backbone layers" if depth < full else f"all {full} layers"
         shorter = f", vectors cut to their first {dims} dimensions (truncate_dim)" if dims else ""

@@ -80,7 +80,7 @@ TARGETS = (
         model=".",
     ),
     Target(
-        "truncate OUTPUT", "truncate", "argument", "output", OUTPUT_FOLDER, "small", "a new folder to write"
+        "truncate OUTPUT", "truncate", "argument", "output", OUTPUT_FOLDER, "small", "a new or empty folder"
     ),
     Target(
         "eval MODEL",
@@ -224,6 +224,8 @@ NOT_PATHS: dict[str, str] = {
     "encode dims": "a number",
     "encode layers": "a number",
     "truncate dims": "a number",
+    "truncate overwrite": "a flag (replace lwap's model in OUTPUT; adopt a folder lwap did not make)",
+    "eval overwrite": "a flag (adopt an --output folder lwap did not make, keeping its entries)",
     "truncate layers": "a number",
     "truncate trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",
     "encode trust_remote_code": "a flag (the model folder's own code: the hostile-folder columns below)",

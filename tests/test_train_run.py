@@ -165,6 +165,9 @@ def test_output_folder_guards(tmp_path: Path, tiny_bert: Path, capsys: pytest.Ca
 
     unfinished = tiny_config(tmp_path, tiny_bert, name="unfinished")
     (tmp_path / "unfinished" / "checkpoints" / "checkpoint-5").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="not made by lwap"):  # no config.yaml: not a folder lwap wrote
+        train(load_config(unfinished))
+    (tmp_path / "unfinished" / "config.yaml").write_text(unfinished.read_text())  # as a run writes it first
     with pytest.raises(OutputExistsError, match="--resume"):
         train(load_config(unfinished))
 

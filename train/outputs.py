@@ -7,7 +7,9 @@
     OUT/model/                 the final model (best weights + model card); exists only once complete
     OUT/train_summary.json     numbers of the run
     OUT/training_curves.png    training loss and STS-B dev Spearman over steps
-    OUT/.lwap-train.lock       while a run uses the folder: its pid, host and start (lwap.checks.locking)
+    OUT/.lwap-train.lock       while a run uses the folder: pid, host, start, command (lwap.checks.locking)
+    OUT/.lwap-output.json      the mark of a folder lwap made (lwap.checks.output_claim): a non-empty folder
+                               without it is refused unless --overwrite, which never touches what it held
 
 A run is *finished* when OUT/model exists: it is written under a temporary name and renamed at the end,
 so a crash while saving never leaves a folder that loads as a finished model.
@@ -26,6 +28,7 @@ from typing import Any
 
 from lwap.checks.files import atomic_path, check_output, leftover_partials, read_json_object, write_failure
 from lwap.checks.locking import hold
+from lwap.checks.output_claim import FolderClaim, check_folder, mark_folder
 from lwap.errors import ConfigError, LwapError, OutputExistsError, OutputWriteError
 
 MODEL_DIR = "model"
@@ -85,12 +88,37 @@ def latest_complete_checkpoint(out: Path) -> Path | None:
     return complete[-1] if complete else None
 
 
+_WRITTEN = (*_RUN_ARTIFACTS, LOCK_FILE, f"{CHECKPOINTS_DIR}/*", f"{CHECKPOINTS_DIR}/*/*")
+_CONFIG_SECTION = re.compile(r"^(model|output):", re.MULTILINE)
+
+
 def check_output_path(out: Path) -> None:
     """ConfigError unless OUT is (or can be created as) a folder this process can write in."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output.dir {str(out)!r} is a file, not a folder")
-    written = (*_RUN_ARTIFACTS, LOCK_FILE, f"{CHECKPOINTS_DIR}/*", f"{CHECKPOINTS_DIR}/*/*")
-    check_output(out, folder=True, label=f"output.dir {str(out)!r}", error=ConfigError, entries=written)
+    check_output(out, folder=True, label=f"output.dir {str(out)!r}", error=ConfigError, entries=_WRITTEN)
+
+
+def is_earlier_run(out: Path) -> bool:
+    """A run folder of an lwap from before the output marker: lwap's config.yaml (its `model:` and
+    `output:` sections) beside at least one other run artifact, so `--resume` of it keeps working."""
+    config = out / CONFIG_YAML
+    if not config.is_file() or config.is_symlink() or config.stat().st_size > 1_000_000:
+        return False
+    try:
+        sections = set(_CONFIG_SECTION.findall(config.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError):
+        return False
+    others = (name for name in _RUN_ARTIFACTS if name != CONFIG_YAML)
+    return sections == {"model", "output"} and any((out / name).exists() for name in others)
+
+
+def claim_output_dir(out: Path, *, overwrite: bool) -> FolderClaim:
+    """Whether this run may write OUT (lwap.checks.output_claim): ConfigError, one line, for a user's
+    non-empty folder without --overwrite, or a user's entry named as a run artifact; read-only."""
+    label = f"output.dir {str(out)!r}"
+    legacy = is_earlier_run
+    return check_folder(out, "train", overwrite=overwrite, writes=_WRITTEN, label=label, legacy=legacy)
 
 
 @contextlib.contextmanager
@@ -119,6 +147,7 @@ def run_lock(out: Path) -> Iterator[None]:
 def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -> Path | None:
     """Refuse what would lose or mix up work (read-only); return the checkpoint to resume from, if any."""
     check_output_path(out)
+    claim_output_dir(out, overwrite=bool(overwrite))
     if resume and overwrite:
         raise ConfigError("--resume and --overwrite (output.overwrite) contradict each other; choose one")
     if is_finished(out) and not overwrite:
@@ -233,10 +262,16 @@ def checkpoint_write_error(error: BaseException, out: Path) -> OutputWriteError 
 
 
 def prepare_output_dir(out: Path, *, overwrite: bool, resume_from: Path | None) -> None:
-    """Main process only: clear a previous run if overwriting, drop broken checkpoints, check writability."""
+    """Main process only: mark OUT as lwap's, clear a previous run if overwriting (lwap's own artifacts
+    alone, never an entry the folder held before lwap adopted it), drop broken checkpoints, check
+    writability."""
+    claim = claim_output_dir(out, overwrite=overwrite)
+    mark_folder(claim)
     if overwrite:
         for name in _RUN_ARTIFACTS:
             path = out / name
+            if name in claim.foreign or path.is_symlink():  # not lwap's (check_output refuses links)
+                continue
             if path.is_dir():
                 shutil.rmtree(path)
             elif path.exists():
