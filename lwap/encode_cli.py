@@ -55,10 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from lwap.checks.files import check_file, check_output
-    from lwap.encoding import encode_file
-    from lwap.errors import InputError, OutputExistsError
-    from lwap.model import load_model, set_max_seq_length
+    from lwap.checks.files import check_file as check_input
+    from lwap.checks.output_claim import check_file, claim_file
+    from lwap.errors import InputError
 
     if args.batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {args.batch_size}")
@@ -73,12 +72,17 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--backend openvino runs on the CPU, not --device {device}")
         device = "cpu"
     if args.input != "-":  # paths first: a bad one should not wait for the model to load
-        check_file(Path(args.input), args.input, allow_empty=True)
-    check_output(Path(args.output), folder=False)
-    if Path(args.output).exists() and not args.overwrite:  # as `lwap train` treats a finished run
-        raise OutputExistsError(
-            f"{args.output} already exists; pass --overwrite to replace it, or choose another --output"
-        )
+        check_input(Path(args.input), args.input, allow_empty=True)
+    # as `lwap train` treats a finished run; then one writer at a time (lwap.checks.output_claim)
+    check_file(Path(args.output), overwrite=args.overwrite, label=args.output)
+    with claim_file(Path(args.output), overwrite=args.overwrite, label=args.output):
+        return _encode(args, device)
+
+
+def _encode(args: argparse.Namespace, device: str | None) -> int:
+    from lwap.encoding import encode_file
+    from lwap.model import load_model, set_max_seq_length
+
     model = load_model(args.model, device=device, trust_remote_code=args.trust_remote_code)
     if args.layers is not None or args.dims is not None:
         from lwap.truncate import check_dims, truncate_model

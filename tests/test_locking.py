@@ -116,7 +116,7 @@ def test_a_lock_that_cannot_be_written_is_one_line(tmp_path: Path, monkeypatch: 
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(Path, "write_text", full)
-    says = r"cell\.lock: cannot write the lock file \(No space left"
+    says = r"cell\.lock: cannot write \(No space left"
     with pytest.raises(OutputWriteError, match=says), claim(tmp_path / "cell.lock"):
         pass
     assert list(tmp_path.iterdir()) == []

@@ -34,22 +34,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lwap.checks.locking import hold
     from lwap.train.model_card import write_card
-    from lwap.train.outputs import SUMMARY_JSON
+    from lwap.train.outputs import LOCK_FILE, SUMMARY_JSON
 
     out = Path(args.run_dir).expanduser()
     if (out / "modules.json").is_file() and (out.parent / SUMMARY_JSON).is_file():
         out = out.parent  # the run's model folder (OUT/model) was given: its records are in OUT
     check_run_folder(out, trust_remote_code=args.trust_remote_code)
-    if args.eval:
-        evaluate_for_card(
-            out,
-            args.tasks,
-            batch_size=args.batch_size,
-            precision=args.precision,
-            trust_remote_code=args.trust_remote_code,
-        )
-    print(f"lwap card: wrote {write_card(out)}", flush=True)
+    with hold(out / LOCK_FILE, f"output folder {out}"):  # not while a run (or another card) writes there
+        if args.eval:
+            evaluate_for_card(
+                out,
+                args.tasks,
+                batch_size=args.batch_size,
+                precision=args.precision,
+                trust_remote_code=args.trust_remote_code,
+            )
+        print(f"lwap card: wrote {write_card(out)}", flush=True)
     return 0
 
 

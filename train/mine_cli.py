@@ -96,10 +96,12 @@ def _looks_local(value: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from lwap.checks.files import check_file, check_output
-    from lwap.errors import ConfigError, OutputExistsError
+    from lwap.checks.files import check_file
+    from lwap.checks.output_claim import check_file as check_output_file
+    from lwap.checks.output_claim import claim_file
+    from lwap.errors import ConfigError
     from lwap.paths import expand_path
-    from lwap.train.mining import MiningOptions, check_output_name, mine_file, training_keys
+    from lwap.train.mining import MiningOptions, check_output_name
 
     options = MiningOptions(
         num_negatives=args.num_negatives,
@@ -123,11 +125,15 @@ def run(args: argparse.Namespace) -> int:
         check_file(expand_path(args.corpus), args.corpus, key="--corpus")
     output = Path(args.output)
     check_output_name(output)
-    check_output(output, folder=False, label=f"--output {args.output}")
-    if output.exists() and not args.overwrite:
-        raise OutputExistsError(
-            f"{args.output} already exists; pass --overwrite to replace it, or choose another --output"
-        )
+    check_output_file(output, overwrite=args.overwrite, label=f"--output {args.output}")
+    with claim_file(output, overwrite=args.overwrite, label=f"--output {args.output}"):  # one writer at once
+        return _mine(args, options, output)
+
+
+def _mine(args: argparse.Namespace, options: Any, output: Any) -> int:
+    """Load the model, mine, write the CSV and say how to train on it."""
+    from lwap.train.mining import mine_file, training_keys
+
     model = _load(args)
     result = mine_file(
         args.pairs,

@@ -1,12 +1,14 @@
 """One process at a time per folder or task: a lock file that names its owner, taken over once it is dead.
 
-Used by `lwap train` (one run per output folder) and by the pooler grid (one process per cell). The lock
-file holds the owner's pid, host and start time (JSON). It appears atomically, already complete: it is
+Used by every lwap writer (lwap.checks.output_claim: a training run, encode, mine, truncate, eval --output)
+and by the pooler grid (one process per cell). The lock file holds the owner's pid, host, start time and
+command line (JSON), so a second writer is told who holds it. It appears atomically, already complete: it is
 written under a temporary name and hard-linked into place, which fails if a lock is already there (the
 O_CREAT|O_EXCL test, without the moment in which an empty lock exists); file systems without hard
 links get O_CREAT|O_EXCL itself. A lock whose owner is gone — same host, and no such process, or a
 process that started after the lock did (its pid reused) — is taken over; a lock from another host is
-trusted, since its process cannot be checked from here.
+trusted, since its process cannot be checked from here. A takeover says so on stderr (one line naming the
+dead owner), and the lock's removal at the end never raises over the error the block raises.
 
 Why not `fcntl.flock` alone, which the kernel releases when its owner dies: the file would not say who
 holds it (the message a second run prints), and flock is unreliable on network file systems. It is used
@@ -19,8 +21,10 @@ import contextlib
 import errno
 import json
 import os
+import shlex
 import socket
 import stat
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -47,14 +51,16 @@ class LockOwner:
     pid: int
     host: str
     since: float  # time.time() when the lock was taken
+    command: str = ""  # the owner's command line, shortened (empty in locks written before it was kept)
 
     @classmethod
     def this_process(cls) -> LockOwner:
-        return cls(os.getpid(), socket.gethostname(), time.time())
+        return cls(os.getpid(), socket.gethostname(), time.time(), command_line())
 
     def describe(self) -> str:
         since = datetime.fromtimestamp(self.since, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return f"pid {self.pid} on {self.host}, since {since}"
+        running = f", running `{self.command}`" if self.command else ""
+        return f"pid {self.pid} on {self.host}, since {since}{running}"
 
     def is_alive(self) -> bool:
         """False only when provably gone: on this host, with no such process, or with that pid now
@@ -84,6 +90,20 @@ class Claim:
         return self.held
 
 
+COMMAND_CHARS = 200  # a lock names its owner's command this long at most: enough to recognise it
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """This process's command as a user would type it (`lwap encode --input x --output y`; `python -m lwap`
+    and the `lwap` script both read as `lwap`), cut to COMMAND_CHARS."""
+    argv = list(sys.argv if argv is None else argv)
+    program = Path(argv[0]).name if argv else "python"
+    if program in ("lwap", "__main__.py") or (program == "-m" and argv[1:2] == ["lwap"]):
+        program = "lwap"
+    text = shlex.join([program, *argv[1:]])
+    return text if len(text) <= COMMAND_CHARS else text[: COMMAND_CHARS - 3] + "..."
+
+
 def process_start_time(pid: int) -> float | None:
     """When process `pid` started (seconds since the epoch), from /proc; None where there is no /proc."""
     try:
@@ -107,7 +127,9 @@ def read_owner(path: Path) -> LockOwner | None:
         if text.isdigit():
             return LockOwner(int(text), socket.gethostname(), path.stat().st_mtime)
         raw = json.loads(text)
-        return LockOwner(int(raw["pid"]), str(raw["host"]), float(raw["since"]))
+        command = raw.get("command")
+        command = command if isinstance(command, str) else ""
+        return LockOwner(int(raw["pid"]), str(raw["host"]), float(raw["since"]), command)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -121,7 +143,8 @@ def _create(path: Path, owner: LockOwner) -> bool:
         temporary.write_text(text, encoding="utf-8")
     except OSError as error:  # a full disk, a read-only folder: one line, as for any output
         temporary.unlink(missing_ok=True)
-        raise OutputWriteError(f"{path}: cannot write the lock file ({error.strerror or error})") from None
+        # worded as every refused output write (lwap.checks.files.atomic_path): the path says it is a lock
+        raise OutputWriteError(f"{path}: cannot write ({error.strerror or error})") from None
     try:
         os.link(temporary, path)
         return True
@@ -141,8 +164,9 @@ def _create(path: Path, owner: LockOwner) -> bool:
     return True
 
 
-def _remove_if_dead(path: Path) -> bool:
-    """Remove the lock at `path` if its owner is provably gone; True if it was removed (or vanished).
+def _remove_if_dead(path: Path) -> bool | LockOwner:
+    """Remove the lock at `path` if its owner is provably gone: that owner (its lock removed), True if the
+    lock vanished or was replaced meanwhile, False if it stays.
 
     Serialised with flock on the lock file itself: of two processes that found the same dead lock, the
     second one sees that the path now holds another file (the first one's new lock) and leaves it.
@@ -168,7 +192,11 @@ def _remove_if_dead(path: Path) -> bool:
         if owner is None or owner.is_alive():  # unreadable: a lock being written, or not ours
             return False
         path.unlink(missing_ok=True)
-        return True
+        return owner
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -187,17 +215,29 @@ def claim(path: Path) -> Iterator[Claim]:
     for _ in range(3):  # a takeover can race with another process's: look again
         if _create(path, me):
             break
-        if not _remove_if_dead(path):
+        removed = _remove_if_dead(path)
+        if not removed:
             yield Claim(False, read_owner(path), path)
             return
+        if isinstance(removed, LockOwner):
+            _say(f"lwap: took over the lock {path} of {removed.describe()}: that process is no longer alive")
     else:
         yield Claim(False, read_owner(path), path)
         return
     try:
         yield Claim(True, me, path)
     finally:
+        _release(path, me)
+
+
+def _release(path: Path, me: LockOwner) -> None:
+    """Remove this process's lock; a failure (a folder turned read-only meanwhile) is one line on stderr,
+    never an exception: it runs in `claim`'s finally, where it would hide the error being raised."""
+    try:
         if read_owner(path) == me:  # never remove a lock that is no longer ours
             path.unlink(missing_ok=True)
+    except OSError as error:
+        _say(f"lwap: could not remove the lock file {path} ({error.strerror or error}); remove it by hand")
 
 
 @contextlib.contextmanager
