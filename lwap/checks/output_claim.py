@@ -91,7 +91,8 @@ def check_folder(
     found = entries(folder)
     marker = read_marker(folder)
     if marker is not None:
-        state, foreign = "lwap", frozenset(str(name) for name in marker.get("foreign") or ())
+        kept = marker.get("foreign")
+        state, foreign = "lwap", frozenset(str(name) for name in (kept if isinstance(kept, list) else ()))
     elif not found:
         state, foreign = "new", frozenset()
     elif legacy is not None and legacy(folder):
