@@ -464,6 +464,24 @@ FAULTS = (
         r"names a tokenizer outside the model folder",
     ),
     Fault("unicode-name", "a name with spaces and non-ASCII characters (must work)", r""),
+    Fault(
+        "not-lwaps",
+        "outputs: a folder holding a user's own file and no `.lwap-output.json` (not made by lwap), or a "
+        "file already there (replaced only with `--overwrite`)",
+        r"not made by lwap|already exists",
+    ),
+    Fault(
+        "link-inside",
+        "output folders: a folder lwap made, with a symbolic link to a user's file where lwap writes one "
+        "(`metrics.csv`, `results.json`, `config.json`)",
+        r"symbolic link",
+    ),
+    Fault("live-lock", "outputs: the target's lock held by a live process (a second writer)", r"in use by"),
+    Fault(
+        "stale-lock",
+        "outputs: a lock left by a writer that died (must work: taken over, with a note naming it)",
+        r"",
+    ),
 )
 HOSTILE = (
     "auto-map",
@@ -476,6 +494,7 @@ HOSTILE = (
     "token-past-table",
     "tokenizer-outside",
 )
+OUTPUT_FAULTS = ("not-lwaps", "link-inside", "live-lock", "stale-lock")  # what an output meets (issue 65)
 READ_FAULTS = ("fifo", "device", "oversize")  # faults of what is read: an output is replaced, not read
 FAULT = {fault.name: fault for fault in FAULTS}
 
@@ -484,6 +503,12 @@ def expectation(target: Target, fault: str) -> str:
     """'error' (exit 2, one line), 'works' (exit 0), or 'n/a: why' for a cell."""
     inputs = target.role in (INPUT_FILE, INPUT_FOLDER)
     if fault == "unicode-name":
+        return "works"
+    if fault in OUTPUT_FAULTS and inputs:
+        return "n/a: an input is read, never claimed or locked"
+    if fault == "link-inside" and target.role == OUTPUT_FILE:
+        return "n/a: a file output has nothing inside"
+    if fault == "stale-lock":
         return "works"
     if fault == "missing" and not inputs:
         return "n/a: a new output is the normal case (the unicode-name cell also creates missing parents)"

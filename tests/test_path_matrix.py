@@ -17,9 +17,12 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +38,7 @@ from path_matrix import (
     INPUT_FOLDER,
     NOT_PATH_VARIABLES,
     NOT_PATHS,
+    OUTPUT_FAULTS,
     OUTPUT_FILE,
     TARGETS,
     Fault,
@@ -46,6 +50,8 @@ from path_matrix import (
 )
 
 from lwap.checks.limits import JSON_FILE, LINE, YAML_FILE
+from lwap.checks.output_claim import MARKER as OUTPUT_MARKER
+from lwap.checks.output_claim import file_lock, folder_lock
 from lwap.cli import build_parser, main
 from lwap.train.config import all_keys
 
@@ -296,6 +302,8 @@ def make_fault(world: World, target: Target, fault: str, request: pytest.Fixture
         path.symlink_to(cell / "nowhere")
     elif fault == "oversize":
         path = _oversize(world, target, path, is_file)
+    elif fault in OUTPUT_FAULTS:
+        _output_fault(world, target, fault, path, is_file)
     else:
         raise AssertionError(f"unknown fault {fault}")
     return path
@@ -342,6 +350,45 @@ def _damage_weights(weights: Path, fault: str) -> None:
 
 
 # --- running and checking -----------------------------------------------------------------------------
+
+
+# where each folder command writes a file a link could stand at (names it checks before it writes)
+LINKED_NAME = {"train": "metrics.csv", "eval": "results.json", "truncate": "config.json"}
+
+
+def _lock_of(target: Target, path: Path, is_file: bool) -> Path:
+    return file_lock(path) if is_file else folder_lock(path, target.command)
+
+
+def _write_lock(lock: Path, pid: int) -> None:
+    owner = {"pid": pid, "host": socket.gethostname(), "since": time.time(), "command": "lwap (a writer)"}
+    lock.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+
+
+def _output_fault(world: World, target: Target, fault: str, path: Path, is_file: bool) -> None:
+    """What an output target meets: a user's folder or file, a link inside an lwap folder, a lock held
+    by a live writer (this test's parent process) or left by a dead one (a finished `true`)."""
+    if fault == "not-lwaps":
+        if is_file:
+            path.write_bytes(b"a user's own file\n")
+        else:
+            path.mkdir()
+            (path / "notes.txt").write_text("a user's own notes\n", encoding="utf-8")
+        return
+    if not is_file:
+        path.mkdir()
+    if fault == "link-inside":
+        marker = {"made_by": "lwap", "command": target.command, "run_id": "0" * 32, "version": "0.1.0"}
+        (path / OUTPUT_MARKER).write_text(json.dumps(marker), encoding="utf-8")
+        users = world.root / "users-file.txt"
+        users.write_text("a user's file a link leads to\n", encoding="utf-8")
+        (path / LINKED_NAME[target.command]).symlink_to(users)
+    elif fault == "live-lock":
+        _write_lock(_lock_of(target, path, is_file), os.getppid())
+    else:  # stale-lock
+        finished = subprocess.Popen(["true"])
+        finished.wait()
+        _write_lock(_lock_of(target, path, is_file), finished.pid)
 
 
 def snapshot(root: Path) -> dict[str, tuple]:
@@ -414,15 +461,19 @@ def check_error(world: World, target: Target, fault: Fault, path: Path, capfd, m
     assert snapshot(world.root) == before, "the failed command changed or left files"
 
 
-def check_works(world: World, target: Target, path: Path, capfd, monkeypatch) -> None:
+def check_works(world: World, target: Target, path: Path, capfd, monkeypatch, fault: str = "") -> None:
     argv, env = world.command(target, path)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     before = snapshot(world.root)
+    if fault == "stale-lock":  # the dead writer's lock is taken over: replaced, then removed
+        is_file = target.role == OUTPUT_FILE
+        before.pop(str(_lock_of(target, path, is_file).relative_to(world.root)))
     if target.command == "card":  # rewriting the run's model card is its job
         before.pop(str((path / "model" / "README.md").relative_to(world.root)))
     if target.command == "train":
         reached = _train_until_the_loop(monkeypatch, argv)
+        err = capfd.readouterr().err
         assert len(reached.trainer.train_dataset) == len(TRAIN_SENTENCES)
         out = path if target.dest == "output.dir" else world.root / "run"
         assert (out / "config.yaml").is_file()
@@ -444,6 +495,8 @@ def check_works(world: World, target: Target, path: Path, capfd, monkeypatch) ->
         if target.command == "truncate":
             small = path if target.dest == "output" else world.root / "small"
             assert json.loads((small / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"] == 1
+    if fault == "stale-lock":
+        assert "took over the lock" in err, err
     after = snapshot(world.root)
     assert {key: after.get(key) for key in before} == before, "a file that existed before was changed"
     assert not [key for key in after if ".partial-" in key], "a temporary file was left behind"
@@ -469,7 +522,7 @@ def test_path_cell(
     world = World(tmp_path, tiny_lwap, tiny_bert)
     path = make_fault(world, target, fault.name, request)
     if expected == "works":
-        check_works(world, target, path, capfd, monkeypatch)
+        check_works(world, target, path, capfd, monkeypatch, fault.name)
     else:
         check_error(world, target, fault, path, capfd, monkeypatch)
 
