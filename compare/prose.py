@@ -4,6 +4,7 @@ wording and intro through `lwap.compare.report.Report`."""
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 
@@ -54,3 +55,10 @@ def other_backbones_line(names: list[str]) -> str | None:
     if not names:
         return None
     return "Other backbones in this report (own sections below, own budgets): " + ", ".join(names) + "."
+
+
+def anchor(heading: str) -> str:
+    """A heading's anchor as GitHub renders it (github-slugger's rules: lower case, code marks and
+    punctuation dropped, spaces → '-'), for the report's links to its own sections."""
+    text = re.sub(r"[^\w\- ]", "", heading.replace("`", "").strip().lower())
+    return text.replace(" ", "-")

@@ -31,7 +31,7 @@ from lwap.compare.grid import (
     backbone_name,
     backbones,
 )
-from lwap.compare.prose import GENERIC_INTRO, Wording, header, other_backbones_line, user_wording
+from lwap.compare.prose import GENERIC_INTRO, Wording, anchor, header, other_backbones_line, user_wording
 from lwap.compare.rows import Rows, load_rows
 from lwap.compare.summaries import dev_from_the_backbone
 from lwap.compare.verdicts import (
@@ -201,6 +201,15 @@ class Report:
         lines += [*below_step_zero(cells), *verdicts(cells, self.rows), "", *self.after_verdicts(cells)]
         return lines
 
+    def regime_heading(self, backbone: str, regime: str) -> str:
+        """A grid's section heading: the regime, after the backbone's title for any but the default."""
+        name = self.backbone_title(backbone_name(backbone))
+        return REGIME_TITLES[regime] if backbone == BACKBONE else f"{name}: {REGIME_TITLES[regime]}"
+
+    def grid_link(self, backbone: str, regime: str) -> str:
+        """A link to a grid's section, where its comparisons are decided."""
+        return f"[its grid](#{anchor(self.regime_heading(backbone, regime))})"
+
     def backbone_sections(self, backbone: str) -> list[str]:
         ref_file = self.grid.reference_file(backbone)
         reference = read_json_object(ref_file) if ref_file.exists() else None
@@ -210,11 +219,10 @@ class Report:
             if path.exists()
         ]
         name = self.backbone_title(backbone_name(backbone))
-        title = "" if backbone == BACKBONE else f"{name}: "
         note = self.backbone_note(backbone_name(backbone))
         lines = [*([f"## {name}: the backbone", "", note, ""] if note else [])]
         for regime in REGIMES:
-            lines += [f"## {title}{REGIME_TITLES[regime]}", ""]
+            lines += [f"## {self.regime_heading(backbone, regime)}", ""]
             withheld = self.withheld(backbone, regime, name)
             lines += withheld or self.regime_section(backbone, regime, reference, others)
         return lines

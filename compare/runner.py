@@ -29,6 +29,7 @@ TRAIN_KEPT = {
     "best_step": "best_step",
     "dev_spearman_by_step": "dev_scores_by_step",
     "dev_geometry_by_step": "dev_geometry_by_step",
+    "resumed_from": "resumed_from",  # a resumed cell: the report marks the comparisons it is in
 }
 
 
@@ -92,8 +93,9 @@ def train(config: str, overrides: list[str], out: Path, log: Path) -> None:
 
 def kept_training(summary: dict[str, Any]) -> dict[str, Any]:
     """What a cell keeps of a run's train_summary.json: its steps, its STS-B dev scores (step 0, the best,
-    every evaluation) and its STS-B dev geometry. A run whose dev set was not STS-B (`--set eval.dev=...`)
-    keeps no dev scores: the report's dev columns are STS-B's."""
+    every evaluation), its STS-B dev geometry and the checkpoint it resumed from (None: one run). A run
+    whose dev set was not STS-B (`--set eval.dev=...`) keeps no dev scores: the report's dev columns are
+    STS-B's."""
     from lwap.train.dev_sets import STSB_DEV_KEY
 
     stsb = summary.get("dev_metric_key") == STSB_DEV_KEY

@@ -1,7 +1,8 @@
 """What a cell's numbers depend on besides its config: thread count, precision, library versions, device,
 CPU and code. Re-running a cell reproduces its numbers exactly only where all of these match (floating
-point sums change with the thread count and the CPU's kernels), so each new cell records them and the
-report flags a grid whose cells differ in them."""
+point sums change with the thread count and the CPU's kernels), so each new cell records them, the
+report flags a grid whose cells differ in them, and marks each comparison whose paired cells do
+(`crossing`)."""
 
 from __future__ import annotations
 
@@ -111,3 +112,41 @@ def grid_flag(cells: list[dict[str, Any]]) -> list[str]:
         'Its cells are not all exact re-runs of one setup; see "What a re-run reproduces".',
         "",
     ]
+
+
+def crossing(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[str]:
+    """How two rows' cells made at the same seed differ in setup, the compared settings first (a's values
+    against b's, with the seeds where they differ), then seeds where one cell recorded its settings and
+    the other did not (made before cells recorded them: another day, perhaps another machine), then
+    resumed cells. Empty where each shared seed's two cells match (or neither recorded): a paired
+    difference is then read within one setup at every seed."""
+    first, second = ({c["seed"]: c for c in cells} for cells in (a, b))
+    seeds = sorted(first.keys() & second.keys())
+    found: dict[str, tuple[set[str], set[str], list[int]]] = {}
+    one_side, resumed = [], []
+    for seed in seeds:
+        mine, theirs = first[seed].get("settings"), second[seed].get("settings")
+        if any((c.get("train") or {}).get("resumed_from") for c in (first[seed], second[seed])):
+            resumed.append(seed)
+        if bool(mine) != bool(theirs):
+            one_side.append(seed)
+            continue
+        for key in COMPARED if mine and theirs else ():
+            if str(mine.get(key)) != str(theirs.get(key)):
+                values = found.setdefault(key, (set(), set(), []))
+                values[0].add(str(mine.get(key)))
+                values[1].add(str(theirs.get(key)))
+                values[2].append(seed)
+    reasons = [
+        f"{key} {', '.join(sorted(ours))} against {', '.join(sorted(other))} ({seed_list(at)})"
+        for key, (ours, other, at) in found.items()
+    ]
+    if one_side:
+        reasons.append(f"settings recorded on one side only ({seed_list(one_side)})")
+    if resumed:
+        reasons.append(f"a resumed cell ({seed_list(resumed)})")
+    return reasons
+
+
+def seed_list(seeds: list[int]) -> str:
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))

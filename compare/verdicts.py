@@ -1,17 +1,27 @@
-"""The report's judgements, read off a grid's cells: rankings, gaps against the seed spread (with Welch's
-t-test), what training did against the untouched backbone, what each added row adds."""
+"""The report's judgements, read off a grid's cells: rankings, each comparison of `lwap` with another row in
+the four words (paired by seed: `lwap.compare.paired`), what training did against the untouched backbone,
+what each added row adds."""
 
 from __future__ import annotations
 
 import statistics
+import textwrap
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-from lwap.compare.paired import holm, p_text, paired, word
+from lwap.compare.intervals import interval_text
+from lwap.compare.paired import holm, p_text, paired, shown, verdict, word_text
 from lwap.compare.rows import Rows
+from lwap.compare.settings import crossing
 
 # The three figures each verdict reads: SimCSE's STS aggregation, the LWAP paper's, and retrieval.
 HEADLINE = (("avg_all", "Avg. (all)"), ("avg_wmean", "Avg. (wmean)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
+CROSSED = "†"  # marks a comparison whose paired cells were made on different setups (settings.crossing)
+WORDS_RULE = (
+    "**equivalent** where the interval lies inside ±margin (0.5 point for the STS averages, 1.0 for "
+    "SciFact nDCG@10), else **above** / **below** where it excludes 0 (**below by more than the margin** "
+    "where it lies under −margin), else undecided: at this n the data cannot tell a difference from none"
+)
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
@@ -20,8 +30,8 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 def standing(cells: dict[str, list[dict[str, Any]]], rows: Rows, baseline: str = "cls") -> list[str]:
     """The regime in short: where the paper's `lwap` ranks among the planned rows (by mean over seeds) on
-    Avg. (all), Avg. (wmean) and SciFact, and its gap to `baseline` (the paper's: `cls`) on each of the
-    three (STS under both aggregations, and retrieval), judged against the seed spread."""
+    Avg. (all), Avg. (wmean) and SciFact, and its difference from `baseline` (the paper's: `cls`) on each
+    of the three (STS under both aggregations, and retrieval) in the word the grid's table decides."""
     poolers = [p for p in cells if p in rows.planned]
     if "lwap" not in poolers or len(poolers) < 2:
         return []
@@ -32,10 +42,13 @@ def standing(cells: dict[str, list[dict[str, Any]]], rows: Rows, baseline: str =
         ranked = " > ".join(f"`{p}` {means[p]:.2f}" for p in order)
         out.append(f"- {label}: `lwap` ranks {order.index('lwap') + 1} of {len(order)} ({ranked}).")
     if baseline in cells:
+        mark = CROSSED if crossing(cells["lwap"], cells[baseline]) else ""
         for key, label in HEADLINE:
-            base, other = ([c["scores"][key] for c in cells[p]] for p in ("lwap", baseline))
-            gap = difference("lwap", baseline, base, other)
-            out.append(f"- Against `{baseline}` (the paper's baseline), {label}: {gap}.")
+            found = shown(paired(cells["lwap"], cells[baseline], key), key, mark)
+            out.append(
+                f"- Against `{baseline}` (the paper's baseline), {label}: `lwap` − `{baseline}` = {found} "
+                "(decided in the differences against `lwap` below)."
+            )
     seeds = sorted({len(cells[p]) for p in poolers})
     caveat = "" if seeds == [len(rows.seeds)] else " (not every pooler has all its seeds yet: provisional)"
     return [f"In short{caveat}:", "", *out, ""]
@@ -117,33 +130,6 @@ def variant_legend(cells: dict[str, list[dict[str, Any]]], regime: str, rows: Ro
     return lines
 
 
-class Gap(NamedTuple):
-    """`a` − `b` over seeds: the difference of means, whether it exceeds the two seed sds summed (None with
-    one seed: no spread to compare with), and Welch's p (None likewise)."""
-
-    delta: float
-    larger: bool | None
-    p: float | None
-
-
-def gap(base: list[float], other: list[float]) -> Gap:
-    from scipy.stats import ttest_ind
-
-    (m1, s1), (m2, s2) = mean_std(base), mean_std(other)
-    if min(len(base), len(other)) < 2:
-        return Gap(m1 - m2, None, None)
-    return Gap(m1 - m2, abs(m1 - m2) > s1 + s2, float(ttest_ind(base, other, equal_var=False).pvalue))
-
-
-def difference(a: str, b: str, base: list[float], other: list[float]) -> str:
-    """`a` − `b` with its verdict against the seed spread (and Welch's p) when both have ≥ 2 seeds."""
-    g = gap(base, other)
-    if g.larger is None:
-        return f"`{a}` − `{b}` = {g.delta:+.2f} (one seed: spread unknown)"
-    verdict = "**larger than the seed spread**" if g.larger else "within the seed spread"
-    return f"`{a}` − `{b}` = {g.delta:+.2f} ({verdict}; p = {g.p:.3f})"
-
-
 def below_step_zero(cells: dict[str, list[dict[str, Any]]]) -> list[str]:
     """Runs whose kept checkpoint scores below the untrained model on STS-B dev: say so, don't hide it.
 
@@ -186,55 +172,55 @@ def against_untouched(cells: dict[str, list[dict[str, Any]]], reference: dict[st
     ]
 
 
-def spread_word(g: Gap) -> str:
-    """The seed-spread rule's verdict: above or below where |Δ| exceeds the two sds summed."""
-    if not g.larger:
-        return "level"
-    return "above" if g.delta > 0 else "below"
-
-
-def comparisons(cells: dict[str, list[dict[str, Any]]], rows: list[str], keys: Sequence[tuple[str, str]]):
-    """(label, row, the seed-spread gap, the paired difference, its Holm-adjusted p) of `lwap` against each
-    of `rows` on each of `keys`: one family, so Holm runs over all of them together."""
-    found = []
-    for key, label in keys:
-        base = [c["scores"][key] for c in cells["lwap"]]
-        for row in rows:
-            g = gap(base, [c["scores"][key] for c in cells[row]])
-            found.append((label, row, g, paired(cells["lwap"], cells[row], key)))
-    adjusted = holm([d.p if d else None for _, _, _, d in found])
-    return [(*item, q) for item, q in zip(found, adjusted, strict=True)]
+def crossed_note(crossed: dict[str, list[str]]) -> list[str]:
+    """The footnote under a table of comparisons: each pair of rows whose cells at one seed were made on
+    different setups, and how; their words carry CROSSED."""
+    if not crossed:
+        return []
+    listed = "; ".join(f"{pair}: {', '.join(reasons)}" for pair, reasons in crossed.items())
+    return [
+        f"{CROSSED} Cells of the two rows made on different setups at the same seed (their recorded "
+        f"`settings`): {listed}. The difference may hold some of the setups' own."
+    ]
 
 
 def verdicts(cells: dict[str, list[dict[str, Any]]], rows: Rows) -> list[str]:
-    """`lwap` against every other row that is not `lwap` with settings of its own, read two ways: the
-    seed-spread rule (|Δ mean| > std(a) + std(b), with Welch's p) and paired by seed with Holm's correction
-    over the whole list."""
+    """`lwap` against every row that is not `lwap` with settings of its own, paired by seed, in the four
+    words; the table that decides these comparisons, with Holm's p over its list beside the words."""
     if "lwap" not in cells:
         return ["_No `lwap` cells: no comparison._"]
     out = [
-        "Differences against `lwap` (Avg. (all), SciFact nDCG@10), read two ways. *Seed spread*:",
-        "above / below where the gap between the means exceeds the two standard deviations summed",
-        "(Welch's p). *Paired* (as docs/COMPARE.md pre-registers): d = `lwap` − row per seed, mean ± sd, the",
-        "seeds agreeing with its sign, the paired t-test's p and Holm's adjustment over this list;",
-        "above / below where the adjusted p < 0.05. *Changes*: where the two readings differ.",
+        "Differences against `lwap`, paired by seed: d = `lwap` − row at each seed (every row has each",
+        "seed's data order), mean ± sd, the seeds agreeing with its sign, the 95 % t-interval of mean d and",
+        "its word, as docs/COMPARE.md pre-registers. This table decides these comparisons: every",
+        "other place in this report that shows one gives its word and points here. p: the paired t-test;",
+        "Holm p: Holm's adjustment over this table.",
+        "",
+        *textwrap.wrap(f"The words: {WORDS_RULE}.", 104),
     ]
     if min((len(runs) for pooler, runs in cells.items() if pooler in rows.planned), default=0) < 3:
-        out.append("(Fewer than three seeds per pooler so far: the spreads are rough estimates and")
-        out.append("these verdicts provisional.)")
-    columns = (
-        "| metric | `lwap` − | Δ | seed spread (p) | paired d ± sd | seeds | p | Holm p | paired | changes |"
-    )
-    out += ["", columns, "|" + " --- |" * 10]
+        out += ["", "(Fewer than three seeds per pooler so far: the intervals are wide and these words"]
+        out.append("provisional.)")
+    out += [
+        "",
+        "| metric | `lwap` − | d ± sd | seeds | 95 % interval | word | p | Holm p |",
+        "|" + " --- |" * 8,
+    ]
     others = [r for r in cells if rows.pooling_of(r) != "lwap"]
-    keys = (("avg_all", "Avg. (all)"), ("scifact_ndcg@10", "SciFact nDCG@10"))
-    for label, row, g, d, q in comparisons(cells, others, keys):
-        spread = "one seed" if g.larger is None else f"{spread_word(g)} ({p_text(g.p)})"
+    crossed = {f"`lwap` − `{row}`": crossing(cells["lwap"], cells[row]) for row in others}
+    found = [
+        (key, label, row, paired(cells["lwap"], cells[row], key)) for key, label in HEADLINE for row in others
+    ]
+    adjusted = holm([d.p if d else None for *_, d in found])
+    for (key, label, row, d), q in zip(found, adjusted, strict=True):
         if d is None:
-            out.append(f"| {label} | `{row}` | {g.delta:+.2f} | {spread} | – | – | – | – | – | – |")
+            out.append(f"| {label} | `{row}` | – | 0 | – | no seed in common | – | – |")
             continue
-        pair = word(d.delta, q)
-        changed = "yes" if g.larger is not None and pair != spread_word(g) else ""
-        difference = f"{d.delta:+.2f} ± {d.sd:.2f} | {d.agree}/{d.n} | {p_text(d.p)} | {p_text(q)}"
-        out.append(f"| {label} | `{row}` | {g.delta:+.2f} | {spread} | {difference} | {pair} | {changed} |")
-    return out
+        difference = f"| {label} | `{row}` | {d.delta:+.2f} ± {d.sd:.2f} | {d.agree}/{d.n}"
+        if d.interval is None:
+            out.append(f"{difference} | – | one seed | – | – |")
+            continue
+        said = word_text(verdict(d, key), CROSSED if crossed[f"`lwap` − `{row}`"] else "")
+        out.append(f"{difference} | {interval_text(d.interval)} | {said} | {p_text(d.p)} | {p_text(q)} |")
+    note = crossed_note({pair: reasons for pair, reasons in crossed.items() if reasons})
+    return [*out, *(["", *note] if note else [])]

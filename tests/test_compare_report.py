@@ -1,4 +1,4 @@
-"""`lwap compare report` from cell files: mean ± std per pooler, seed-spread verdicts, every run listed,
+"""`lwap compare report` from cell files: mean ± std per pooler, paired verdicts in four words, every run,
 settings that differ within a grid, rows of a user's own rows file, and a user's own backbone reported
 with nothing of this repository's in it (the repository's own report, docs/RESULTS.md, with its study's
 rows and verdicts: tests/test_repository_report.py)."""
@@ -44,7 +44,7 @@ def write_cell(
     (folder / f"{pooler}-seed{seed}.json").write_text(json.dumps(cell), encoding="utf-8")
 
 
-def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> None:
+def test_report_states_paired_verdicts_in_four_words_and_lists_every_run(tmp_path: Path) -> None:
     for seed, (lwap, cls, mean) in enumerate([(80.0, 75.0, 79.9), (80.2, 75.2, 80.3), (80.1, 75.1, 79.8)]):
         write_cell(tmp_path / "cells/unsup", "lwap", seed, lwap, 60.0 + seed)
         write_cell(tmp_path / "cells/unsup", "cls", seed, cls, 60.0 + seed)
@@ -57,24 +57,32 @@ def test_report_states_spread_verdicts_and_lists_every_run(tmp_path: Path) -> No
     assert f"Grid: 8 of {3 * len(POOLINGS)} planned cells ({len(POOLINGS)} poolers" in text  # the registry's
     assert "| `lwap` | 3 | 80.10 ± 0.10 |" in text
     assert "| `cls` | 3 | 75.10 ± 0.10 |" in text
-    # read two ways: the seed-spread rule, then paired by seed with Holm over the list (4 comparisons)
+    # paired by seed, the 95 % t-interval of mean d and its word (margin 0.5 for STS, 1.0 for SciFact);
+    # Holm over the table's 9 comparisons beside. d = 5.00 at every seed: no spread, the interval is 5.00
     assert (
-        "| Avg. (all) | `cls` | +5.00 | above (< 0.001) | +5.00 ± 0.00 | 3/3 | < 0.001 | < 0.001 | above |  |"
+        "| Avg. (all) | `cls` | +5.00 ± 0.00 | 3/3 | [+5.00, +5.00] | **above** | < 0.001 | < 0.001 |" in text
+    )
+    # d = 0 at every seed: inside ±1.0, so equivalent (where the old rule said only "level")
+    assert (
+        "| SciFact nDCG@10 | `cls` | +0.00 ± 0.00 | 0/3 | [+0.00, +0.00] | **equivalent** | 1.000 | 1.000 |"
         in text
     )
+    # two seeds in common, d = +0.1, −0.1: sd 0.14, half-width t(0.975, 1) 12.71 × 0.14/√2 = 1.27, wider
+    # than the margin on both sides: undecided, not "no difference"
+    assert "| Avg. (all) | `mean` | +0.00 ± 0.14 | 0/2 | [-1.27, +1.27] | undecided | 1.000 | 1.000 |" in text
+    # unpaired, `lwap`'s third seed would move the mean; paired, the two seeds both rows have are equal
+    assert "| SciFact nDCG@10 | `mean` | +0.00 ± 0.00 | 0/2 | [+0.00, +0.00] | **equivalent** |" in text
+    assert "Avg. (all): `lwap` − `cls` = +5.00 [+5.00, +5.00]: **above** (decided in the differences" in text
     assert (
-        "| SciFact nDCG@10 | `cls` | +0.00 | level (1.000) | +0.00 ± 0.00 | 0/3 | 1.000 | 1.000 | level |  |"
+        "SciFact nDCG@10: `lwap` − `cls` = +0.00 [+0.00, +0.00]: **equivalent** (decided in the differences"
         in text
     )
-    assert "| Avg. (all) | `mean` | +0.00 | level (1.000) | +0.00 ± 0.14 |" in text  # paired over 2 seeds
-    # unpaired, `lwap`'s third seed moves the mean; paired, the two seeds both rows have are equal
-    assert "| SciFact nDCG@10 | `mean` | +0.50 | level (0.561) | +0.00 ± 0.00 | 0/2 | 1.000 | 1.000 |" in text
     assert "_No cells of the `sup` regime yet._" in text
     write_cell(tmp_path / "cells/unsup", "weighted", 0, 70.0, 50.0)  # one seed: no spread to judge by
     write_report(Report(tmp_path / "cells"), out)
     text = out.read_text(encoding="utf-8")
     assert "| `weighted` | 1 | 70.00 |" in text
-    assert "| Avg. (all) | `weighted` | +10.10 | one seed | +10.00 ± 0.00 | 1/1 | – | – | level |  |" in text
+    assert "| Avg. (all) | `weighted` | +10.00 ± 0.00 | 1/1 | – | one seed | – | – |" in text
     assert text.count("| unsup | `") == 9  # every run appears in the last table
 
 
@@ -166,10 +174,10 @@ def test_a_plain_backbone_gets_the_budget_check_and_lwaps_standing(tmp_path: Pat
     assert "- Avg. (all): `lwap` ranks 1 of 4 (`lwap` 76.10 > `cls` 75.10 > `mean` 74.00 > " in section
     assert "- Avg. (wmean): `lwap` ranks 1 of 4 (`lwap` 75.10 > `cls` 74.10 > `mean` 73.00 > " in section
     assert "- SciFact nDCG@10: `lwap` ranks 2 of 4 (`mean` 50.00 > `lwap` 45.00 > " in section
-    assert "baseline), Avg. (wmean): `lwap` − `cls` = +1.00 (**larger than the seed spread**" in section
-    assert (
-        "`cls` (the paper's baseline), Avg. (all): `lwap` − `cls` = +1.00 (**larger than the seed" in section
-    )
+    assert "baseline), Avg. (wmean): `lwap` − `cls` = +1.00 [+1.00, +1.00]: **above** (decided in" in section
+    assert "(the paper's baseline), Avg. (all): `lwap` − `cls` = +1.00 [+1.00, +1.00]: **above**" in section
+    # SciFact 45 against 40 at every seed
+    assert "SciFact nDCG@10: `lwap` − `cls` = +5.00 [+5.00, +5.00]: **above**" in section
     assert (
         "- `cls`: 71.00 untouched → 75.10 trained (+4.10; **larger than** its seed spread, 0.10)." in section
     )
@@ -287,6 +295,20 @@ def test_settings_that_differ_within_a_grid_are_flagged_and_unrecorded_cells_are
     write_cell(tmp_path / "cells/unsup", "cls", 1, 75.2, 60.0, {"settings": {**recorded, "torch_threads": 2}})
     text = report_text(tmp_path)
     assert "**Settings differ within this grid** (3 cells recorded theirs): torch_threads: 1, 2." in text
+    # the comparison whose paired cells cross setups is marked where it is read, and the footnote says how
+    assert "| Avg. (all) | `cls` | +5.00 ± 0.00 | 2/2 | [+5.00, +5.00] | **above**† |" in text
+    assert "`lwap` − `cls` = +5.00 [+5.00, +5.00]: **above**† (decided in" in text
+    assert (
+        "† Cells of the two rows made on different setups at the same seed (their recorded `settings`): "
+        "`lwap` − `cls`: torch_threads 1 against 2 (seed 1), settings recorded on one side only (seed 0)."
+        in text
+    )
+    summary = {"steps": 200, "dev_spearman_before": 0.8, "best_dev_spearman": 0.84, "best_step": 150}
+    resumed = {"settings": recorded, "train": {**summary, "resumed_from": "work/mean-seed1/checkpoint-100"}}
+    write_cell(tmp_path / "cells/unsup", "mean", 1, 80.0, 60.0, resumed)
+    text = report_text(tmp_path)
+    assert "| Avg. (all) | `mean` | +0.20 ± 0.00 | 1/1 | – | one seed | – | – |" in text  # one seed: no word
+    assert "; `lwap` − `mean`: a resumed cell (seed 1)." in text
 
 
 def committed_grid_copy(tmp_path: Path, grid: str) -> Path:
@@ -355,7 +377,7 @@ def test_a_users_own_backbone_is_reported_with_nothing_of_this_repositorys(
     assert "Other backbones in this report (own sections below, own budgets): `../models/my-encoder`." in text
     assert "## my-encoder: Unsupervised SimCSE" in text and "| `lwap-attn` | 3 | 71.10 ± 0.10 |" in text
     assert "Rows with settings of their own (seeds run: `lwap-attn` 3/3), `lwap` plus:" in text
-    assert "`lwap` − `cls` = +5.00 (**larger than the seed spread**" in text
+    assert "`lwap` − `cls` = +5.00 [+5.00, +5.00]: **above**" in text
     assert "| my-encoder | unsup | `mean` | 2 |" in text  # every run listed
     assert "_No trained cells of this regime yet: the rows above are the untouched backbone._" in text
     repository = ("benchmarks", "RESULTS.md", "../shared", "bert-mlm-4l256", "minilm-l6-mlm", "the gate",

@@ -75,7 +75,8 @@ def test_a_wrong_rows_file_is_one_line_naming_its_file_and_key(tmp_path: Path, t
 
 def test_kept_training_names_the_summarys_stsb_dev_scores_as_cells_always_have() -> None:
     """Cells keep STS-B dev under the names they have always had (`best_dev_spearman`, ...), read from the
-    summary's names of today (`best_dev_score`, ...); a run with another dev set keeps none."""
+    summary's names of today (`best_dev_score`, ...), and the checkpoint a resumed run started from; a run
+    with another dev set keeps no dev scores."""
     summary = {
         "steps": 30,
         "dev_set": "STS-B dev",
@@ -85,6 +86,7 @@ def test_kept_training_names_the_summarys_stsb_dev_scores_as_cells_always_have()
         "best_step": 20,
         "dev_scores_by_step": [[0, 0.5], [20, 0.7]],
         "dev_geometry_by_step": [[0, -1.0, 0.2]],
+        "resumed_from": "out/checkpoints/checkpoint-10",
     }
     assert kept_training(summary) == {
         "steps": 30,
@@ -93,6 +95,7 @@ def test_kept_training_names_the_summarys_stsb_dev_scores_as_cells_always_have()
         "best_step": 20,
         "dev_spearman_by_step": [[0, 0.5], [20, 0.7]],
         "dev_geometry_by_step": [[0, -1.0, 0.2]],
+        "resumed_from": "out/checkpoints/checkpoint-10",  # a resumed cell: its comparisons are flagged
     }
     other = {**summary, "dev_set": "my.csv (scored pairs)", "dev_metric_key": "eval_dev_spearman_cosine"}
     kept = kept_training(other)

@@ -1,4 +1,5 @@
-"""Differences paired by seed and Holm's correction (lwap.compare.paired), against computations by hand."""
+"""Differences paired by seed, their words and Holm's correction (lwap.compare.paired), against computations
+by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 
-from lwap.compare.paired import holm, paired, word
+from lwap.compare.paired import holm, paired, shown, verdict
 
 
 def cells(scores: dict[int, float], key: str = "avg_all") -> list[dict]:
@@ -39,6 +40,20 @@ def test_holm_by_hand() -> None:
     assert holm([]) == []
 
 
-def test_word_reads_the_adjusted_p() -> None:
-    assert word(1.2, 0.049) == "above" and word(-1.2, 0.01) == "below"
-    assert word(1.2, 0.05) == "level" and word(1.2, None) == "level"
+def test_the_word_reads_the_95_percent_interval_with_the_scores_margin() -> None:
+    """d = 1, 2, 3: the interval [-0.48, +4.48] holds 0 (undecided); d = 0.30, 0.32, 0.28: [+0.25, +0.35]
+    excludes 0 but lies inside ±0.5, and equivalent is checked first; d = 2.0, 2.1, 1.9 on SciFact (margin
+    1.0): [+1.75, +2.25], above, and its mirror below by more than the margin; one seed has no interval and
+    no word."""
+    wide = paired(cells({0: 11.0, 1: 12.0, 2: 13.0}), cells({0: 10.0, 1: 10.0, 2: 10.0}), "avg_all")
+    assert verdict(wide, "avg_all") == "undecided"
+    assert shown(wide, "avg_all") == "+2.00 [-0.48, +4.48]: undecided"
+    narrow = paired(cells({0: 0.30, 1: 0.32, 2: 0.28}), cells({0: 0.0, 1: 0.0, 2: 0.0}), "avg_all")
+    assert verdict(narrow, "avg_all") == "equivalent"
+    sci = [{"seed": s, "scores": {"scifact_ndcg@10": v}} for s, v in enumerate((2.0, 2.1, 1.9))]
+    zero = [{"seed": s, "scores": {"scifact_ndcg@10": 0.0}} for s in range(3)]
+    assert verdict(paired(sci, zero, "scifact_ndcg@10"), "scifact_ndcg@10") == "above"
+    below = paired(zero, sci, "scifact_ndcg@10")
+    assert shown(below, "scifact_ndcg@10", "†").endswith(": **below by more than the margin**†")
+    one = paired(cells({0: 3.0}), cells({0: 1.0}), "avg_all")
+    assert verdict(one, "avg_all") is None and shown(one, "avg_all") == "+2.00 (one seed)"

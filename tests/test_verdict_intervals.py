@@ -1,5 +1,5 @@
-"""benchmarks/grid/intervals.py, the statistics of issue 66's pre-registration: the paired and Welch
-t-intervals against worked numbers, the family's level, and the four words in their order of checks."""
+"""lwap.compare.intervals, the statistics of issue 66's pre-registration: the paired and Welch t-intervals
+against worked numbers, the family's level, the margins and the four words in their order of checks."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import math
 
 import pytest
 
-from benchmarks.grid.intervals import (
+from lwap.compare.intervals import (
     Interval,
     family_level,
     interval_text,
     level_text,
+    margin_of,
     paired_interval,
     paired_p,
     phrase,
@@ -84,3 +85,18 @@ def test_the_family_level_is_bonferronis() -> None:
 def test_the_four_words_in_their_order_of_checks(low: float, high: float, expected: str, said: str) -> None:
     interval = Interval((low + high) / 2, low, high, 0.95, 3)
     assert word(interval, 0.5) == expected and phrase(interval, 0.5) == said
+
+
+def test_the_margins_are_the_pre_registered_ones() -> None:
+    """0.5 point for an STS average (Avg. (wmean) on Avg. (all)'s scale), 1.0 for nDCG@10."""
+    assert margin_of("avg_all") == margin_of("avg_wmean") == 0.5
+    assert margin_of("scifact_ndcg@10") == 1.0
+
+
+def test_differences_equal_to_rounding_have_no_spread() -> None:
+    """80.1 − 79.0 and 80.2 − 79.1 differ by ~1e-14 in floating point: one value, not a tiny interval that
+    scipy computes with a precision warning; its paired p is 0 (a difference every seed)."""
+    a, b = [80.1, 80.2, 80.3], [79.0, 79.1, 79.2]
+    interval = paired_interval(a, b, 0.95)
+    assert interval.low == interval.high == interval.mean and math.isclose(interval.mean, 1.1)
+    assert paired_p(a, b) == 0.0 and paired_p(a, a) == 1.0

@@ -65,3 +65,8 @@ def test_the_budget_report_reads_the_pre_registered_family(tmp_path: Path, monke
     bootstrap = [line for line in text.splitlines() if line.startswith("| budget-3ep | `lwap` − `first")][-1]
     low, high = (float(x) for x in bootstrap.split("[")[1].rstrip(" |]").split(", "))
     assert low < high  # the test pairs' own noise, around the observed difference of the pair scores
+    # docs/RESULTS.md's section: the same primary table, the family's level and the cells counted (31)
+    section = "\n".join(budget.results_section(results, "BUDGET.md"))
+    assert "8 tests, one family (intervals at 99.375 %, Holm's p beside). 31 of 100 cells in." in section
+    assert row["| budget-3ep", fla, avg] in section and "[BUDGET.md](BUDGET.md)" in section
+    assert "Every other comparison in this page is secondary (COMPARE.md)" in section

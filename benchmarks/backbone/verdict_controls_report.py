@@ -6,7 +6,7 @@ the arms' record). A run not made yet is a row that says so; a reading waits for
   order); **real** if P − T > 2 points and its interval excludes 0; if real, **clipping explains it** if
   P+clip − T lies within ±2 points and P − P+clip > 2 (both on the means).
 - Seen-ness: per pooler, U − W (seen-ness) and S − U (domain) paired by seed, the 4 tests one family:
-  t-intervals at 1 − 0.05/4, margin 0.5, the four words (benchmarks/grid/intervals.py), Holm's p beside;
+  t-intervals at 1 − 0.05/4, margin 0.5, the four words (lwap.compare.intervals), Holm's p beside;
   the subsets where (b)'s S gained or lost (MSRvid, images, answers-forums), descriptive.
 """
 
@@ -18,7 +18,9 @@ from typing import Any
 
 from benchmarks.backbone.verdict_controls_arms import ARM_WORDS, ARMS
 from benchmarks.backbone.verdict_controls_layout import SEEDS, SEEN_POOLERS, Layout
-from benchmarks.grid.intervals import (
+from lwap.checks.files import read_json_object
+from lwap.compare.cells import read, scores
+from lwap.compare.intervals import (
     Interval,
     family_level,
     interval_text,
@@ -28,8 +30,6 @@ from benchmarks.grid.intervals import (
     phrase,
     welch_interval,
 )
-from lwap.checks.files import read_json_object
-from lwap.compare.cells import read, scores
 from lwap.compare.paired import holm, p_text
 
 RUNS = ("T", "P", "P+clip")

@@ -1,7 +1,8 @@
 """The repository's own report, docs/RESULTS.md: `lwap compare`'s generic report of the cells in
 benchmarks/results/compare/, with the study's rows (study.py) and what belongs to these experiments
 added through its hooks: the prose and backbone notes (report_prose), the overview across the backbones
-(report_overview) with issue 50's reading of the levels' scales (report_scales), the study's readings of
+(report_overview) after the budget test's primary table (verdict_report), what the four words change
+(report_changes), issue 50's reading of the levels' scales (report_scales), the study's readings of
 each grid (report_verdicts: issue 12's target, SciFact by what a pooler reads), issue 37's decomposition
 (report_decomposition), issue 36's gates (report_gates), the geometry of the grids retrained for it
 (report_geometry), issue 51's elastic frontier (benchmarks/elastic/frontier_report) and what a re-run
@@ -16,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from benchmarks.grid import report_geometry
+from benchmarks.grid.report_changes import changes_section
 from benchmarks.grid.report_decomposition import decomposition
 from benchmarks.grid.report_gates import gate_failed, gate_notes, gate_sections, read_gates
 from benchmarks.grid.report_overview import load_grids, overview_tables
@@ -49,8 +51,14 @@ class RepositoryReport(Report):
         return other_backbones_line(others) or NO_OTHER_BACKBONE.format(prog=self.wording.prog)
 
     def overview(self) -> list[str]:
-        grids = load_grids(self.grid, self.found)  # read once for both sections
-        return [*overview_tables(grids), *scales_section(grids)]
+        """The budget test's primary table, then the 3-seed grids' overview, what the four words change
+        and the levels' scales."""
+        from benchmarks.grid.verdict_report import results_section
+
+        grids = load_grids(self.grid, self.found)  # read once for every section
+        tables, shown = overview_tables(grids, self.grid_link)
+        budget = results_section(self.results.parent / "verdicts")
+        return [*budget, *tables, *(changes_section(shown, grids) if tables else []), *scales_section(grids)]
 
     def backbone_title(self, name: str) -> str:
         return BACKBONE_TITLES.get(name, name)

@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a file: the repository root on sys.path,
 import numpy as np
 
 from benchmarks import REPO
-from benchmarks.grid.intervals import (
+from lwap.compare.intervals import (
     family_level,
     interval_text,
     level_text,
@@ -287,6 +287,40 @@ def reading(tests: list[dict[str, Any]]) -> list[str]:
         )
         out.append(f"- {question} (`lwap` − `{b}`), long budget: {said}. {verdict}.")
     return out
+
+
+def results_section(
+    results: Path = RESULTS, link: str = "../benchmarks/results/verdicts/BUDGET.md"
+) -> list[str]:
+    """docs/RESULTS.md's section: the primary family and its reading (pending until the cells are in),
+    with BUDGET.md (at `link`) for the rest."""
+    all_cells = {budget: cells_of(budget, results) for budget in BUDGETS}
+    tests = primary_tests(all_cells)
+    done = sum(len(c) for cells in all_cells.values() for c in cells.values())
+    return [
+        "## The primary questions: the budget test (issue 66)",
+        "",
+        "Pre-registered in [COMPARE.md](COMPARE.md#pre-registered-verdicts-with-power-issue-66) before its",
+        "cells ran: does LWAP beat the best fixed layer average (`lwap` − `first_last_avg`), and SimCSE's",
+        "supervised baseline (`lwap` − `cls-mlp`)? On Avg. (all) and SciFact nDCG@10, at today's budget (3",
+        "epochs) and a long one (10), on bert-prenorm-4l256-sentences, supervised, seeds 0–9 paired by seed:",
+        f"8 tests, one family (intervals at {level_text(family_level(len(tests)))}, Holm's p beside). "
+        f"{done} of 100 cells in. Each row's",
+        f"scores, kept steps and dev curves, the secondary contrasts and the bootstrap: [BUDGET.md]({link})",
+        "(`python benchmarks/grid/verdict_report.py`).",
+        "",
+        *primary_table(tests),
+        "",
+        "Words from the interval, in this order: equivalent (inside ±margin), above (low end > 0), below",
+        "(high end < 0), else undecided.",
+        "",
+        *reading(tests),
+        "",
+        "Every other comparison in this page is secondary (COMPARE.md): the 3-seed grids below are read in",
+        "the same four words at 95 % (each comparison decided in one table, which names it; Holm's p over",
+        "that table beside), on their own budgets.",
+        "",
+    ]
 
 
 def report(results: Path = RESULTS) -> str:

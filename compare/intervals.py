@@ -1,14 +1,14 @@
-"""Confidence intervals and the four words of issue 66's pre-registration (docs/COMPARE.md, "Pre-registered:
-verdicts with power"), shared by every report that reads a contrast that way (the control and seen-ness,
-benchmarks/backbone/verdict_controls.py; the budget test's report).
+"""Confidence intervals and the four words of the pre-registration in docs/COMPARE.md ("Pre-registered:
+verdicts with power"), shared by every report that reads a contrast that way: the grids' report (its
+comparisons at 95 %, `lwap.compare.paired`) and the repository's benchmark reports.
 
 A contrast A − B is read from the t-interval of its mean difference: paired by seed when the two share a
 data order (`paired_interval`: the same seed, the same batches), Welch's when they do not
 (`welch_interval`: two loops, two orders). The interval's level is the family's: 1 − 0.05/k for k tests
 read together (Bonferroni), 95 % for one. `word` turns an interval into one of four words with a margin
-(the smallest difference that matters), in the pre-registered order of checks. The intervals are scipy's
-(`ttest_rel` / `ttest_ind(equal_var=False)`, `.confidence_interval`); only the degenerate cases scipy
-answers with NaN (every difference the same) are decided here.
+(the smallest difference that matters: `margin_of`), in the pre-registered order of checks. The intervals are
+scipy's (`ttest_rel` / `ttest_ind(equal_var=False)`, `.confidence_interval`); only the degenerate cases
+scipy answers with NaN or a precision warning (every difference the same, to rounding) are decided here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 WORDS = ("equivalent", "above", "below", "undecided")
+# The smallest difference that matters, in the score's points: 0.5 for an average of STS Spearman × 100
+# (Avg. (all), and Avg. (wmean) on the same scale), 1.0 for a retrieval score × 100 (nDCG@10 and the like).
+STS_MARGIN = 0.5
+RETRIEVAL_MARGIN = 1.0
 
 
 class Interval(NamedTuple):
@@ -29,6 +33,12 @@ class Interval(NamedTuple):
     high: float
     level: float
     n: int  # pairs (paired) or the smaller sample (Welch)
+
+
+def no_spread(values: Sequence[float]) -> bool:
+    """All the same to rounding: scores read back from JSON differ by ~1e-14 where they are equal offsets
+    (80.1 − 79.0 against 80.0 − 78.9), and scipy's t then warns of catastrophic cancellation."""
+    return max(values) - min(values) <= 1e-9 * max(1.0, *(abs(v) for v in values))
 
 
 def family_level(tests: int, alpha: float = 0.05) -> float:
@@ -44,7 +54,7 @@ def paired_interval(a: Sequence[float], b: Sequence[float], level: float) -> Int
         raise ValueError(f"a paired interval needs two or more pairs, got {len(a)} and {len(b)} values")
     d = [x - y for x, y in zip(a, b, strict=True)]
     mean = statistics.fmean(d)
-    if max(d) == min(d):  # no spread: scipy's t is infinite or 0/0; the interval is the one value
+    if no_spread(d):  # scipy's t is infinite or 0/0; the interval is the one value
         return Interval(mean, mean, mean, level, len(d))
     low, high = ttest_rel(a, b).confidence_interval(confidence_level=level)
     return Interval(mean, float(low), float(high), level, len(d))
@@ -57,10 +67,16 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float) -> Inte
     if len(a) < 2 or len(b) < 2:
         raise ValueError(f"Welch's interval needs two or more values a side, got {len(a)} and {len(b)}")
     mean = statistics.fmean(a) - statistics.fmean(b)
-    if max(a) == min(a) and max(b) == min(b):  # no spread on either side: degrees of freedom 0/0
+    if no_spread(a) and no_spread(b):  # degrees of freedom 0/0
         return Interval(mean, mean, mean, level, min(len(a), len(b)))
     low, high = ttest_ind(a, b, equal_var=False).confidence_interval(confidence_level=level)
     return Interval(mean, float(low), float(high), level, min(len(a), len(b)))
+
+
+def margin_of(key: str) -> float:
+    """The margin of a score key as cells name them: retrieval scores (`scifact_ndcg@10`: a `@` cut-off)
+    take 1.0, STS averages and scores 0.5."""
+    return RETRIEVAL_MARGIN if "@" in key else STS_MARGIN
 
 
 def word(interval: Interval, margin: float) -> str:
@@ -98,7 +114,7 @@ def paired_p(a: Sequence[float], b: Sequence[float]) -> float:
     from scipy.stats import ttest_rel
 
     d = [x - y for x, y in zip(a, b, strict=True)]
-    if max(d) == min(d):
-        return 0.0 if d[0] != 0 else 1.0
+    if no_spread(d):
+        return 0.0 if abs(statistics.fmean(d)) > 1e-9 else 1.0
     p = float(ttest_rel(a, b).pvalue)
     return p if math.isfinite(p) else 1.0
