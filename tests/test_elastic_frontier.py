@@ -130,6 +130,39 @@ def test_report_reads_paired_differences_with_holm() -> None:
     assert table[2].endswith("**above** |")
 
 
+def test_cells_of_another_setup_or_resumed_are_named_and_their_readings_marked() -> None:
+    """Issue 66: the cells that ran on another CPU or resumed are named in their grid's section, and a
+    reading whose two cells differ at some seed carries † with the footnote saying how; two cells on one
+    other setup at the same seed are one setup (no mark)."""
+    from benchmarks.elastic.frontier_setups import crossed, setups_lines
+
+    grid = Grid("tiny", "b", "unsup", 2, (32,))
+    intel = {"cpu": "Intel", "torch_threads": 2, "transformers": "5.25.0"}
+    cells = {
+        row: {s: {**fake_cell({1: 50.0 + s + 3.0 * (row == "lwap-elastic"), 2: 60.0}), "settings": intel}
+              for s in (0, 1, 2)}
+        for row in ("lwap-elastic", "mean-elastic")
+    }  # fmt: skip
+    assert setups_lines(cells) == [] and crossed(cells, ("lwap-elastic", "mean-elastic")) == []
+    cells["lwap-elastic"][0]["settings"] = {**intel, "cpu": "AMD EPYC"}
+    cells["mean-elastic"][2]["train"] = {"resumed_from": "checkpoint-10"}
+    said = setups_lines(cells)[0]
+    assert "1 of 6 cells ran on another setup than the other 5 (those: cpu Intel, 2 threads" in said
+    assert (
+        "`lwap-elastic` seed 0 (cpu AMD EPYC); 1 resumed from a checkpoint after a stop: `mean-elastic` "
+        "seed 2" in said
+    )
+    table = verdict_table(cells, grid, ("lwap-elastic", "mean-elastic"))
+    assert table[2].endswith("**above**† |")
+    assert table[-1] == (
+        "† Cells of the two rows made on different setups at the same seed: `lwap-elastic` − `mean-elastic`: "
+        "cpu AMD EPYC against Intel (seed 0), a resumed cell (seed 2). The difference may hold some of the "
+        "setups' own."
+    )
+    cells["mean-elastic"][0]["settings"] = {**intel, "cpu": "AMD EPYC"}  # both on the other CPU at seed 0
+    assert crossed(cells, ("lwap-elastic", "mean-elastic")) == ["a resumed cell (seed 2)"]
+
+
 def test_results_section_reads_the_primary_question_per_grid(tmp_path: Path) -> None:
     """docs/RESULTS.md's row per grid: the cells' count, the mean d at each k < L, the verdicts."""
     import json

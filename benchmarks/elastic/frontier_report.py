@@ -6,7 +6,8 @@ mean ± sd, the seeds with d of the mean's sign, the two-sided paired t-test (sc
 Holm's step-down over the grid's family (every depth k < L × both metrics); above / below where the
 Holm-adjusted p < 0.05, level otherwise. Primary: the depth-elastic rows; secondary 1: the ordinary rows
 truncated after training; secondary 2-4 (`SECONDARY`): other pairs of rows at every depth 1..L, each pair
-its own Holm family; secondary 5: the rows on the quality-speed frontier.
+its own Holm family; secondary 5: the rows on the quality-speed frontier. A reading whose two rows' cells
+were made on different setups at some seed, or resumed, is marked (frontier_setups).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.elastic.frontier_grid import GRIDS, POOLERS, SEEDS, SMOKE_SETS, Grid, row_name
+from benchmarks.elastic.frontier_setups import CROSSED, crossed, crossed_note, setups_lines
 
 METRICS = {"avg_all": "Avg. (all)", "scifact_ndcg@10": "SciFact nDCG@10"}
 ALPHA = 0.05
@@ -151,6 +153,8 @@ def verdict_table(
         "| depth | metric | d per seed | mean d ± sd | seeds of its sign | p (paired t) | Holm p | verdict |",
         "| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |",
     ]
+    reasons = crossed(cells, rows)
+    mark = CROSSED if reasons else ""
     for r in readings(cells, grid, rows, metrics):
         spread = f" ± {statistics.stdev(r.diffs):.2f}" if len(r.diffs) > 1 else ""
         same = sum(1 for d in r.diffs if (d > 0) == (r.mean > 0) and d != 0)
@@ -159,9 +163,10 @@ def verdict_table(
         if r.p is None or r.holm_p is None:
             lines.append(f"{start} | {same}/{len(r.diffs)} | — | — | too few seeds |")
             continue
-        verdict = f"**{r.verdict}**" if r.verdict != "level" else "level"
+        verdict = (f"**{r.verdict}**" if r.verdict != "level" else "level") + mark
         lines.append(f"{start} | {same}/{len(r.diffs)} | {r.p:.3f} | {r.holm_p:.3f} | {verdict} |")
-    return lines
+    note = crossed_note({f"`{rows[0]}` − `{rows[1]}`": reasons})
+    return [*lines, *(["", *note[:-1]] if note else [])]
 
 
 def speed_of(speed: dict[str, Any] | None, pooler: str, depth: int) -> float | None:
@@ -241,6 +246,7 @@ def grid_section(results: Path, grid: Grid, speed: dict[str, Any] | None) -> lis
         f"{first['eval']['max_seq_length']}. Encode speed: `frontier.py speed`, sentences per second"
         f"{speed_spread(speed, grid)}.",
         "",
+        *setups_lines(cells),
     ]
     for metric, label in metrics.items():
         lines += [f"**{label} at each depth** (full width; mean ± sd over seeds):", ""]
@@ -283,15 +289,17 @@ def secondary_table(cells: Cells, grid: Grid, metrics: dict[str, str]) -> list[s
         "| a − b | metric | mean d at k = 1.. | Holm p at k = 1.. | verdicts |",
         "| --- | --- | --- | --- | --- |",
     ]
+    reasons = {f"`{rows[0]}` − `{rows[1]}`": crossed(cells, rows) for rows in pairs}
     for rows in pairs:
         found = readings(cells, grid, rows, metrics, full_depth=True)
+        mark = CROSSED if reasons[f"`{rows[0]}` − `{rows[1]}`"] else ""
         for metric, label in metrics.items():
             of_metric = [r for r in found if r.metric == metric]
             means = ", ".join(f"{r.mean:+.2f}" for r in of_metric)
             holms = ", ".join("—" if r.holm_p is None else f"{r.holm_p:.3f}" for r in of_metric)
-            verdicts = verdicts_by_depth(of_metric)
+            verdicts = verdicts_by_depth(of_metric) + mark
             lines.append(f"| `{rows[0]}` − `{rows[1]}` | {label} | {means} | {holms} | {verdicts} |")
-    return [*lines, ""]
+    return [*lines, "", *crossed_note(reasons)]
 
 
 def measured_points(
@@ -461,17 +469,24 @@ def results_section(
         "| --- | ---: | ---: | --- | --- | --- | --- | --- |",
     ]
     loaded = [(grid, load(results, grid)) for grid in grids]
+    reasons = {}
     for grid, cells in loaded:
         count = sum(len(seeds) for seeds in cells.values())
         found = readings(cells, grid, PRIMARY, METRICS) if cells else []
+        pair = f"{grid.name}, {grid.regime} `{PRIMARY[0]}` − `{PRIMARY[1]}`"
+        reasons[pair] = crossed(cells, PRIMARY)
+        mark = CROSSED if reasons[pair] else ""
         paired_seeds = max((len(r.diffs) for r in found), default=0)
         row = [f"{grid.name}, {grid.regime}", f"{count} of {len(grid.rows) * len(SEEDS)}", str(paired_seeds)]
         for metric in METRICS:
             of_metric = [r for r in found if r.metric == metric]
-            row += [", ".join(f"{r.mean:+.2f}" for r in of_metric) or "—", verdicts_by_depth(of_metric)]
+            row += [
+                ", ".join(f"{r.mean:+.2f}" for r in of_metric) or "—",
+                verdicts_by_depth(of_metric) + mark,
+            ]
         row.append(shallow_answer(found, grid))
         lines.append(f"| {' | '.join(row)} |")
-    return [*lines, "", *secondary_summary(loaded)]
+    return [*lines, "", *crossed_note(reasons), *secondary_summary(loaded)]
 
 
 def secondary_summary(loaded: list[tuple[Grid, Cells]]) -> list[str]:
@@ -485,10 +500,14 @@ def secondary_summary(loaded: list[tuple[Grid, Cells]]) -> list[str]:
         f"| a − b | {' | '.join(f'{grid.name}, {grid.regime}' for grid, _ in loaded)} |",
         "| --- |" + " --- |" * len(loaded),
     ]
+    reasons = {}
     for rows in (ORDINARY, *SECONDARY):
         verdicts = []
         for grid, cells in loaded:  # the family is REPORT.md's: the depths × both metrics
             found = readings(cells, grid, rows, METRICS, full_depth=rows != ORDINARY)
-            verdicts.append(verdicts_by_depth([r for r in found if r.metric == "avg_all"]))
+            why = reasons[f"{grid.name}, {grid.regime} `{rows[0]}` − `{rows[1]}`"] = crossed(cells, rows)
+            verdicts.append(
+                verdicts_by_depth([r for r in found if r.metric == "avg_all"]) + (CROSSED if why else "")
+            )
         lines.append(f"| `{rows[0]}` − `{rows[1]}` | {' | '.join(verdicts)} |")
-    return [*lines, ""]
+    return [*lines, "", *crossed_note(reasons)]
