@@ -79,3 +79,36 @@ def test_what_it_shows_is_computed_from_the_runs() -> None:
     assert "`lwap` stays below the untouched backbone on both measures in every run" in text
     assert "`mean` stays below" not in text
     assert "_Provisional: 2 of 3 seeds" in "\n".join(summary(runs[:10], base, ("mean", "lwap"), ("none",), 3))
+
+
+def test_a_pair_of_one_model_is_no_case_and_mined_negatives_get_the_sign_test() -> None:
+    """`lwap`'s two selections kept the same weights (one hash) at every seed: dev − STS-B dev compares a
+    model with itself and is not counted. Mined − none is also read over the independent training pairs
+    (pooler × seed) by the sign test: 6 of 6 up, two-sided p = 2 × (1/2)^6 = 0.031; on STS 4 of 6, p =
+    2 × (1 + 6 + 15)/64 = 0.688."""
+    from benchmarks.owntask.case_reading import summary
+
+    base = {"scifact": {"ndcg@10": 50.0}, "sts_average": 70.0}
+    search = {  # (pooler, negatives, selection): SciFact at seed 0
+        ("mean", "none", "dev"): 61.0, ("mean", "none", "stsb"): 60.0,
+        ("mean", "mined", "dev"): 62.0, ("mean", "mined", "stsb"): 61.5,
+        ("lwap", "none", "dev"): 55.0, ("lwap", "none", "stsb"): 55.0,
+        ("lwap", "mined", "dev"): 55.5, ("lwap", "mined", "stsb"): 55.4,
+    }  # fmt: skip
+    runs = []
+    for seed in range(3):
+        for (pooler, negatives, selection), value in search.items():
+            sts = 78.0 if negatives == "none" else (78.1, 78.1, 77.9)[seed]
+            run = _run(pooler, negatives, selection, seed, value + seed, sts)
+            one = pooler == "lwap" and negatives == "none"  # both selections kept the same step
+            run["weights_sha256"] = f"{pooler}-{negatives}-{seed}" + ("" if one else f"-{selection}")
+            runs.append(run)
+    text = "\n".join(summary(runs, base, ("mean", "lwap"), ("none", "mined"), 3))
+    assert (
+        "instead of STS-B dev's, over the 3 pooler × setting pairs that kept different models (`lwap`, no "
+        "negatives: the same model both ways at every seed): SciFact nDCG@10 +0.10 to +1.00" in text
+    )
+    assert "**Mined negatives** instead of none, over the 4 pooler × setting pairs:" in text
+    assert "over the 6 independent training pairs (pooler × seed;" in text
+    assert "dev folder's selection: SciFact 6 of 6 up, p = 0.031, STS avg. 4 of 6 up, p = 0.688" in text
+    assert "STS-B dev's selection: SciFact 6 of 6 up, p = 0.031" in text

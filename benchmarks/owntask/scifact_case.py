@@ -54,7 +54,7 @@ if __package__ in (None, ""):  # run as a file: the repository root on sys.path,
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import REPO
-from benchmarks.owntask.case_reading import SELECTION_WORDS, paired, spread, summary, verdict
+from benchmarks.owntask.case_reading import SELECTION_WORDS, paired, same_model, spread, summary, verdict
 from benchmarks.owntask.scifact_data import UserFiles, make_files, scifact_folder
 
 RESULTS = REPO / "benchmarks" / "results" / "owntask"
@@ -514,7 +514,9 @@ def report_text(case: Case) -> str:
             search = paired(runs, pooler, ("scifact",), a, b)
             sts = paired(runs, pooler, ("sts",), a, b)
             if search:
-                cells = (pooler, label, spread(search), verdict(search), spread(sts), verdict(sts))
+                same = same_model(runs, pooler, a, b)  # both kept the same weights: no comparison
+                words = ("the same model",) * 2 if same else (verdict(search), verdict(sts))
+                cells = (pooler, label, spread(search), words[0], spread(sts), words[1])
                 lines.append("| " + " | ".join(cells) + " |")
     seconds = [r["seconds"] for r in runs if not r.get("eval_reused_from")]
     done = len(runs) >= CASE_RUNS or case.smoke
