@@ -15,6 +15,10 @@ the resumed run in a traceback. Here:
 
 `lwap.train.outputs.check_output_dir` uses it to fall back from a damaged newest checkpoint to the newest
 intact one, saying which file was damaged.
+
+Which run a checkpoint belongs to: `ChecksumCheckpoints` also writes `lwap_run.json` ({"run_id": ...}, the
+run id of OUT's output marker, before the manifest, which lists it), and `lwap.train.resume` refuses to
+resume a checkpoint carrying another run's id.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from lwap.checks.weights_files import check_weights_files
 from lwap.errors import LwapError
 
 MANIFEST = "lwap-manifest.json"
+RUN_FILE = "lwap_run.json"
+OUTPUT_MARKER = ".lwap-output.json"  # the output folder's marker (lwap.checks.output_claim.MARKER)
 # what transformers' resume loads with torch.load (weights_only=True); rng_state_N.pth under DDP
 TORCH_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt")
 _CHUNK = 2**22
@@ -59,6 +65,34 @@ def write_manifest(checkpoint: Path) -> None:
     partial = checkpoint / f".{MANIFEST}.partial"
     partial.write_text(json.dumps({"format": 1, "files": entries}, indent=2) + "\n", encoding="utf-8")
     os.replace(partial, checkpoint / MANIFEST)
+
+
+def output_run_id(out: Path) -> str | None:
+    """The run id in OUT's output marker, or None (no marker: a folder made before markers, or none)."""
+    return _run_id(out / OUTPUT_MARKER)
+
+
+def checkpoint_run_id(checkpoint: Path) -> str | None:
+    """The run id a checkpoint was saved with, or None (saved before checkpoints carried one)."""
+    return _run_id(checkpoint / RUN_FILE)
+
+
+def _run_id(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    run_id = read_json_object(path).get("run_id")  # a damaged file is one line naming it
+    return run_id if isinstance(run_id, str) and run_id else None
+
+
+def write_run_id(checkpoint: Path) -> None:
+    """`checkpoint`/lwap_run.json with the run id of the output folder it is saved in (OUT/checkpoints/..),
+    if that folder has one. A plain OSError on a full disk, as `write_manifest`."""
+    run_id = output_run_id(checkpoint.parent.parent)
+    if run_id is None:
+        return
+    partial = checkpoint / f".{RUN_FILE}.partial"
+    partial.write_text(json.dumps({"run_id": run_id}) + "\n", encoding="utf-8")
+    os.replace(partial, checkpoint / RUN_FILE)
 
 
 def checkpoint_damage(checkpoint: Path) -> str | None:
@@ -124,4 +158,5 @@ class ChecksumCheckpoints(TrainerCallback):
         if state.is_world_process_zero:
             checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if checkpoint.is_dir():
+                write_run_id(checkpoint)
                 write_manifest(checkpoint)

@@ -10,6 +10,9 @@
     OUT/.lwap-train.lock       while a run uses the folder: pid, host, start, command (lwap.checks.locking)
     OUT/.lwap-output.json      the mark of a folder lwap made (lwap.checks.output_claim): a non-empty folder
                                without it is refused unless --overwrite, which never touches what it held
+    OUT/resumed-configs/from-step-N.yaml  a resume's config, where it changed what may change
+    OUT/checkpoints-set-aside/<UTC time>/checkpoint-N/  newer checkpoints a resume moved out of the way
+    (config.yaml stays as the run began; what a resume may change: lwap.train.resume)
 
 A run is *finished* when OUT/model exists: it is written under a temporary name and renamed at the end,
 so a crash while saving never leaves a folder that loads as a finished model.
@@ -39,6 +42,8 @@ SUMMARY_JSON = "train_summary.json"
 CURVES_PNG = "training_curves.png"
 CONFIG_YAML = "config.yaml"
 LOCK_FILE = ".lwap-train.lock"
+SET_ASIDE_DIR = "checkpoints-set-aside"
+RESUMED_CONFIGS_DIR = "resumed-configs"
 _RUN_ARTIFACTS = (
     MODEL_DIR,
     CHECKPOINTS_DIR,
@@ -47,6 +52,8 @@ _RUN_ARTIFACTS = (
     SUMMARY_JSON,
     CURVES_PNG,
     CONFIG_YAML,
+    SET_ASIDE_DIR,
+    RESUMED_CONFIGS_DIR,
 )
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
@@ -183,7 +190,7 @@ def check_output_dir(out: Path, *, overwrite: bool, resume: bool | str | None) -
                     _say(
                         f"lwap train: --resume: {damaged[-1]}; {len(damaged)} newer checkpoint"
                         f"{'s are' if len(damaged) > 1 else ' is'} damaged, resuming from the newest intact "
-                        f"one, {checkpoint.name} (the damaged ones are removed as the run continues)"
+                        f"one, {checkpoint.name}"  # the run's next line says where they are set aside
                     )
                 return checkpoint
             damaged.append(damage)
@@ -261,10 +268,10 @@ def checkpoint_write_error(error: BaseException, out: Path) -> OutputWriteError 
     return OutputWriteError(f"{where}: cannot write ({reason}); {after}")
 
 
-def prepare_output_dir(out: Path, *, overwrite: bool, resume_from: Path | None) -> None:
+def prepare_output_dir(out: Path, *, overwrite: bool) -> None:
     """Main process only: mark OUT as lwap's, clear a previous run if overwriting (lwap's own artifacts
-    alone, never an entry the folder held before lwap adopted it), drop broken checkpoints, check
-    writability."""
+    alone, never an entry the folder held before lwap adopted it), check writability. A resume deletes no
+    checkpoint: the newer ones are set aside first (lwap.train.resume.set_aside_newer)."""
     claim = claim_output_dir(out, overwrite=overwrite)
     mark_folder(claim)
     if overwrite:
@@ -279,11 +286,6 @@ def prepare_output_dir(out: Path, *, overwrite: bool, resume_from: Path | None) 
     if out.is_dir():
         for stale in leftover_partials(out / MODEL_DIR):  # left by a crash while saving the final model
             shutil.rmtree(stale, ignore_errors=True)
-    if resume_from is not None:
-        resume_step = checkpoint_step(resume_from) or 0
-        for checkpoint in checkpoints(out):
-            if (checkpoint_step(checkpoint) or 0) > resume_step:  # written after it, but never completed
-                shutil.rmtree(checkpoint)
     try:
         (out / CHECKPOINTS_DIR).mkdir(parents=True, exist_ok=True)
         probe = out / ".lwap-write-test"

@@ -36,6 +36,12 @@ from lwap.train.elastic_config import check_backbone_depths
 from lwap.train.head_training import head_learning_rate
 from lwap.train.model_card import describe_run, write_card
 from lwap.train.precision import remove_training_autocast
+from lwap.train.resume import (
+    check_checkpoint_origin,
+    check_resumed_config,
+    record_resumed_config,
+    set_aside_newer,
+)
 from lwap.train.trainer import build_trainer, initial_model, training_inputs
 from lwap.train.training_curves import dev_geometry, dev_scores, plot_curves
 
@@ -56,7 +62,8 @@ def train(
 
     `resume`: True = latest complete checkpoint in OUT/checkpoints, or a checkpoint folder.
     `overwrite`: replace a finished run in OUT (default: config.output.overwrite).
-    Ctrl-C/SIGTERM saves a checkpoint and raises KeyboardInterrupt. A run holds OUT's lock
+    Ctrl-C/SIGTERM saves a checkpoint and raises KeyboardInterrupt. A resume changes no record and deletes
+    no checkpoint (`lwap.train.resume`). A run holds OUT's lock
     (`lwap.checks.locking`): a second run, or `--resume`, on a folder a live run uses raises LockedError.
     A diverging run stops (TrainingDivergedError), a refused write raises OutputWriteError (one line
     each; `lwap.train.divergence`, `lwap.train.outputs.checkpoint_write_error`).
@@ -81,6 +88,10 @@ def _train(
     resume_from = outputs.check_output_dir(
         out, overwrite=overwrite, resume=resume
     )  # read-only, every process
+    changes: dict[str, list[Any]] = {}
+    if resume_from is not None:  # this run's own checkpoint, and nothing changed the checkpoint can't take
+        check_checkpoint_origin(out, resume_from)
+        changes = check_resumed_config(out, config)
 
     # the inputs before the output folder: a bad backbone, data file or dev set must not clear or start a
     # run there (the training arguments, made with them, start the process group under torchrun)
@@ -91,8 +102,13 @@ def _train(
     is_main = args.process_index == 0
     with args.main_process_first(desc="output folder"):
         if is_main:
-            outputs.prepare_output_dir(out, overwrite=overwrite, resume_from=resume_from)
-            write_text_atomically(out / outputs.CONFIG_YAML, dump_config(config))
+            if resume_from is not None:
+                set_aside_newer(out, resume_from)  # no checkpoint is deleted by a resume
+            outputs.prepare_output_dir(out, overwrite=overwrite)
+            if resume_from is None:
+                write_text_atomically(out / outputs.CONFIG_YAML, dump_config(config))
+            else:  # config.yaml stays as the run began; what changed is recorded beside it
+                record_resumed_config(out, config, changes, outputs.checkpoint_step(resume_from) or 0)
 
     built = build_trainer(config, out, inputs=inputs, callbacks=callbacks)
     trainer, stop = built.trainer, built.stop
@@ -138,6 +154,7 @@ def _train(
         summary = _summary(
             config, config_path, args, trainer, built.timing, dataset, resume_from, model_dir, built.dev
         )
+        summary["resume_changes"] = changes or None  # key: [config.yaml's, this resume's] (lwap.train.resume)
         summary["wall_time_seconds"] = round(time.perf_counter() - wall_start, 1)
         write_json_atomically(summary, out / outputs.SUMMARY_JSON)
         write_card(out)  # the card users read: loading with trust_remote_code, data, losses (lwap card)
