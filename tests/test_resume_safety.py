@@ -1,12 +1,15 @@
 """`--resume` loses nothing (issue 65): the run's config.yaml is compared with the resumed config before
 anything is written (a change to the model, its data or its optimisation refused), a checkpoint of another
-run is refused, and no checkpoint is ever deleted (newer ones are set aside). Training on the tiny random
-BERT."""
+run is refused, no checkpoint is ever deleted (newer ones are set aside) and SIGTERM/SIGHUP save a
+checkpoint as Ctrl-C does. Training on the tiny random BERT."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from transformers import TrainerCallback
 
 from lwap.cli import main
 from lwap.train import load_config, train
-from lwap.train.outputs import CONFIG_YAML
+from lwap.train.outputs import CONFIG_YAML, latest_complete_checkpoint
 
 MARKER = ".lwap-output.json"  # lwap.checks.output_claim.MARKER (issue 65's output rule writes it)
 RUN_FILE = "lwap_run.json"  # lwap.train.checkpoint_integrity.RUN_FILE: the run id in each checkpoint
@@ -180,3 +183,42 @@ def test_no_checkpoint_is_deleted_by_a_resume(
     said = [line for line in error_lines(capsys) if "set aside" in line]
     assert len(said) == 1 and str(moved.parent) in said[0], said
     assert json.loads((out / "train_summary.json").read_text())["resumed_from"].endswith("checkpoint-5")
+
+
+SIGNAL_DRIVER = """
+import os, signal, sys
+from functools import partial
+from transformers import TrainerCallback
+import lwap.train.run as run
+from lwap.cli import main
+
+class SignalAt(TrainerCallback):
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == 2:  # StopOnSignal's handler is installed by now
+            os.kill(os.getpid(), getattr(signal, sys.argv[2]))
+
+run.train = partial(run.train, callbacks=[SignalAt()])  # `lwap train` itself, with the signal sent at step 3
+sys.exit(main(["train", sys.argv[1]]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_save_a_checkpoint_and_exit_as_a_shell_reports_them(
+    name: str, tmp_path: Path, tiny_bert: Path
+) -> None:
+    """As Ctrl-C: the step finishes, a checkpoint is saved, `--resume` continues; the exit status is
+    128 + the signal's number (143, 129) with one line on stderr, as every other lwap command."""
+    path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 100})
+    driver = tmp_path / "driver.py"
+    driver.write_text(SIGNAL_DRIVER)
+    done = subprocess.run(
+        [sys.executable, str(driver), str(path), name], capture_output=True, text=True, timeout=300
+    )
+    signum = getattr(signal, name)
+    assert done.returncode == 128 + signum, done.stderr[-2000:]
+    assert f"{name} received: saving a checkpoint" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == f"lwap train: stopped by {name}"
+    out = tmp_path / "run"
+    assert latest_complete_checkpoint(out).name == "checkpoint-3" and not (out / "model").exists()
+    assert main(["train", str(path), "--resume", "--set", "training.max_steps=4"]) == 0

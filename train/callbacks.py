@@ -1,7 +1,8 @@
 """Trainer callbacks lwap adds to `SentenceTransformerTrainer`: what the transformers callbacks don't do.
 
-- `StopOnSignal`: Ctrl-C (SIGINT) or SIGTERM → finish the current step, save a checkpoint, stop (in a
-  process group: at the next step `StopOnNonFinite` checks, so that every process stops at the same one).
+- `StopOnSignal`: Ctrl-C (SIGINT), SIGTERM or SIGHUP (a closed terminal) → finish the current step, save a
+  checkpoint, stop (in a process group: at the next step `StopOnNonFinite` checks, so that every process
+  stops at the same one); `lwap.train.run` then ends as the CLI ends on each (exit 130, 143, 129).
   transformers' own `enable_jit_checkpoint` handles SIGTERM only, after a 3 s timer, and saves from
   inside a step; this one saves at a step boundary, exactly what `--resume` continues from.
 - `EvaluateAtEnd`: evaluate (and checkpoint) the last step too, so the final weights are always scored
@@ -26,12 +27,14 @@ from lwap.checks.files import atomic_path
 
 
 class StopOnSignal(TrainerCallback):
-    """First SIGINT/SIGTERM: checkpoint at the end of the current step and stop; a second Ctrl-C aborts."""
+    """First SIGINT/SIGTERM/SIGHUP: checkpoint at the end of the current step and stop (`signum` says which
+    came); a second Ctrl-C aborts."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = tuple(getattr(signal, s) for s in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, s))
 
     def __init__(self) -> None:
         self.requested = False
+        self.signum: int | None = None
         self.stopped_at_step: int | None = None
         self._previous: dict[int, Any] = {}
 
@@ -41,6 +44,7 @@ class StopOnSignal(TrainerCallback):
                 raise KeyboardInterrupt
             return  # SIGTERM after Ctrl-C is torchrun forwarding it: keep saving
         self.requested = True
+        self.signum = signum
         print(
             f"\nlwap train: {signal.Signals(signum).name} received: saving a checkpoint after this step "
             "(press Ctrl-C again to abort without saving)",

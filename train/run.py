@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from transformers import TrainerState
 import lwap
 from lwap.backbones import check_backbone
 from lwap.checks.files import read_json_object, write_json_atomically, write_text_atomically
-from lwap.errors import LwapError
+from lwap.errors import LwapError, Terminated
 from lwap.model import inference_max_seq_length, load_model
 from lwap.paths import expand_path
 from lwap.train import outputs
@@ -62,8 +63,8 @@ def train(
 
     `resume`: True = latest complete checkpoint in OUT/checkpoints, or a checkpoint folder.
     `overwrite`: replace a finished run in OUT (default: config.output.overwrite).
-    Ctrl-C/SIGTERM saves a checkpoint and raises KeyboardInterrupt. A resume changes no record and deletes
-    no checkpoint (`lwap.train.resume`). A run holds OUT's lock
+    Ctrl-C, SIGTERM and SIGHUP save a checkpoint and raise KeyboardInterrupt (`Terminated` for the two
+    last). A resume changes no record and deletes no checkpoint (`lwap.train.resume`). A run holds OUT's lock
     (`lwap.checks.locking`): a second run, or `--resume`, on a folder a live run uses raises LockedError.
     A diverging run stops (TrainingDivergedError), a refused write raises OutputWriteError (one line
     each; `lwap.train.divergence`, `lwap.train.outputs.checkpoint_write_error`).
@@ -142,7 +143,9 @@ def _train(
                 f"lwap train {config_path or 'CONFIG'} --resume",
                 flush=True,
             )
-        raise KeyboardInterrupt
+        if stop.signum in (signal.SIGINT, None):
+            raise KeyboardInterrupt
+        raise Terminated(stop.signum)  # SIGTERM, SIGHUP: the CLI exits 128 + its number, as a shell says
 
     summary: dict[str, Any] = {}
     if is_main:
