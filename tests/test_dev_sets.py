@@ -198,6 +198,9 @@ def _bad_dev(tmp_path: Path, case: str) -> tuple[Path, dict, str]:
         return folder, {}, r"qrels/ holds test.tsv, train.tsv and no dev.tsv"
     if case == "metric-does-not-fit":
         return beir_dev(tmp_path / "b"), {"dev_metric": "spearman"}, r"'spearman' does not apply to a BEIR"
+    if case == "judgements-point-nowhere":  # issue 65: no judged document in the corpus (lwap eval's check)
+        folder = beir_dev(tmp_path / "b", qrels=[("q0", "x0", 1), ("q1", "x1", 2), ("q2", "d2", 0)])
+        return folder, {}, r"dev.tsv: none of its 2 positive judgements names a document of .* \(eval.dev\)$"
     if case == "missing":
         return tmp_path / "nowhere.tsv", {}, r"nowhere.tsv: no such file \(eval.dev\)"
     raise AssertionError(case)
@@ -213,6 +216,7 @@ REFUSALS = [
     "not-beir",
     "two-splits-no-dev",
     "metric-does-not-fit",
+    "judgements-point-nowhere",
     "missing",
 ]
 
@@ -234,6 +238,24 @@ def test_a_bad_dev_set_is_one_line_before_the_output_folder(
     ]
     assert len(lines) == 1 and lines[0].startswith("lwap train: error: "), lines
     assert not (tmp_path / "run").exists()  # read before the output folder is made
+
+
+def test_judgements_missing_from_the_corpus_are_said_before_training(
+    tmp_path: Path, tiny_bert: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Some judged documents missing from the corpus count as misses: said once, before any score, as
+    `lwap eval` says it (issue 65)."""
+    dev = beir_dev(tmp_path / "my-dev", qrels=[(f"q{i}", f"d{i}" if i else "gone", 1) for i in range(10)])
+    raw = raw_config(tmp_path, tiny_bert, dev=str(dev))
+    raw["training"]["max_steps"] = 2
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert main(["train", str(config)]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "missing from the corpus" in line]
+    assert said == [
+        f"lwap train: eval.dev {dev}: 1 of 10 judgements name documents missing from the corpus "
+        "(1 of 10 positive ones; they count as misses)"
+    ]
 
 
 # --- the kept step is the one the dev metric picks ----------------------------------------------------------

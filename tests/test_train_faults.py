@@ -119,11 +119,27 @@ def test_best_between_checkpoints_is_checkpointed_and_saved(
     scripted_dev(monkeypatch, [0.1, 0.7, 0.3, 0.2, 0.25])
     path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 8}, output={"save_steps": 4}, eval=SCORED)
     summary = train(load_config(path))
-    assert (summary["best_step"], summary["final_model_step"]) == (2, 2)
+    assert (summary["best_step"], summary["final_model_step"]) == (2, 2) and summary["dev_score_moved"]
     out = tmp_path / "run"
     np.testing.assert_allclose(
         embeddings(out / "model"), embeddings(out / "checkpoints" / "checkpoint-2"), atol=1e-6
     )
+
+
+def test_a_dev_score_that_never_moves_is_said(
+    tmp_path: Path, tiny_bert: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 65: a dev set scoring the same at every evaluation (one that points nowhere scores 0.0 at
+    each) chose the kept step on nothing: the summary and one line at the end say so."""
+    scripted_dev(monkeypatch, [0.0] * 4)
+    path = tiny_config(tmp_path, tiny_bert, training={"max_steps": 6}, output={"save_steps": 2}, eval=SCORED)
+    summary = train(load_config(path))
+    assert summary["dev_score_moved"] is False
+    said = [line for line in capsys.readouterr().err.splitlines() if "never moved" in line]
+    assert said == [
+        "lwap train: warning: the dev score never moved from 0.0000 in 4 evaluations: check eval.dev "
+        "(STS-B dev)"
+    ]
 
 
 class NaNAt(TrainerCallback):

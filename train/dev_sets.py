@@ -80,6 +80,12 @@ class DevSet:
         where = "STS-B dev" if self.kind == "stsb" else f"{Path(self.source).name} ({self.kind})"
         return f"{where} {self.metric_label}"
 
+    @property
+    def notes(self) -> list[str]:
+        """What the reader noticed that loads but skews the score (judgements naming documents missing
+        from the corpus, queries left out), as `lwap eval` says them before scoring."""
+        return list(getattr(self.data, "notes", None) or []) if self.kind == "beir" else []
+
     def summary(self) -> dict[str, Any]:
         """How train_summary.json names the dev set."""
         return {"dev_set": self.label, "dev_metric": self.metric, "dev_metric_key": self.key}
@@ -126,8 +132,12 @@ def load_dev_set(e: EvalConfig) -> DevSet | None:
                 "stsb, a scored pairs file (.csv/.tsv[.gz]) or a BEIR folder (corpus.jsonl, queries.jsonl, "
                 "qrels/dev.tsv)"
             )
-        split = selection_split(path)
-        return DevSet("beir", e.dev, metric, load_beir(path, split, name=DEV_NAME), split)
+        try:  # the readers' refusals (lwap eval's too: judgements naming no corpus document) + the key
+            split = selection_split(path)
+            data = load_beir(path, split, name=DEV_NAME)
+        except DataError as error:
+            raise DataError(f"{error} (eval.dev)") from None
+        return DevSet("beir", e.dev, metric, data, split)
     from lwap.checks.files import check_file
     from lwap.eval.pairs_data import load_scored_pairs
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,7 @@ def _train(
 
     built = build_trainer(config, out, inputs=inputs, callbacks=callbacks)
     trainer, stop = built.trainer, built.stop
-    _announce(config, args, dataset, resume_from)
+    _announce(config, args, dataset, resume_from, built.dev)
     try:
         if resume_from is not None and _training_done(resume_from, config):
             _load_finished(trainer, resume_from, config)  # only the model is missing (its write failed)
@@ -215,9 +216,11 @@ def _load_finished(trainer: Any, checkpoint: Path, config: TrainConfig) -> None:
     trainer.model.load_state_dict(load_model(kept, device="cpu", trust_remote_code=trusted).state_dict())
 
 
-def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | None) -> None:
+def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | None, dev: Any) -> None:
     if args.process_index != 0:
         return
+    for note in dev.notes if dev is not None else []:  # as `lwap eval` says them: before any score
+        print(f"lwap train: eval.dev {dev.source}: {note}", file=sys.stderr, flush=True)
     global_batch = config.training.per_device_batch_size * args.world_size
     processes = f" in {args.world_size} processes" if args.world_size > 1 else ""
     resumed = f"; resuming from {resume_from}" if resume_from else ""
@@ -272,6 +275,8 @@ def _summary(
         best_step, best = int(state.best_global_step), float(state.best_metric)
     final_step = best_step if config.eval.keep_best else state.global_step
     final = next((s for step, s in scores if step == final_step), None)
+    # a dev set that points nowhere (nothing it judges can be found) scores the same at every evaluation
+    moved = any(score != scores[0][1] for _, score in scores) if len(scores) > 1 else None
     steps_here = timing.end_step - timing.start_step
     examples = steps_here * args.per_device_train_batch_size * args.world_size
     train_seconds = max(timing.loop_seconds - timing.eval_seconds, 1e-9)
@@ -297,6 +302,7 @@ def _summary(
         "final_model_step": final_step,
         "final_model_dev_score": final,
         "dev_scores_by_step": [[step, score] for step, score in scores],
+        "dev_score_moved": moved,  # false: every evaluation scored the first value (said at the end)
         # [step, uniformity, alignment] on STS-B dev: the trajectory the grid's geometry section reads
         "dev_geometry_by_step": [list(entry) for entry in dev_geometry(state.log_history)],
         "train_loop_seconds": round(timing.loop_seconds, 2),
@@ -339,3 +345,11 @@ def _print_result(summary: dict[str, Any], out: Path) -> None:
     )
     lines.append(f"summary: {out / outputs.SUMMARY_JSON}; curves: {out / outputs.CURVES_PNG}")
     print("\n".join(lines), flush=True)
+    if summary["dev_score_moved"] is False:
+        first, evaluations = summary["dev_scores_by_step"][0][1], len(summary["dev_scores_by_step"])
+        print(
+            f"lwap train: warning: the dev score never moved from {first:.4f} in {evaluations} evaluations: "
+            f"check eval.dev ({summary_dev(summary)[0]})",
+            file=sys.stderr,
+            flush=True,
+        )
