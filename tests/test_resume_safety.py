@@ -125,6 +125,29 @@ def test_a_recorded_config_with_a_retired_key_compares_as_the_key_that_replaced_
         check_resumed_config(out, load_config(path, ["objective.temperature=0.1"]))
 
 
+def test_the_newest_resume_record_is_the_config_in_effect(tmp_path: Path, capsys) -> None:
+    """The model card describes the run by the config it ended with: config.yaml until a resume changes
+    something, then each resume's own record (one that changes nothing again is recorded too)."""
+    from lwap.train.outputs import run_config_file
+    from lwap.train.resume import record_resumed_config
+
+    config = load_config(tiny_config(tmp_path, Path("backbone")))
+    out = tmp_path / "run"
+    out.mkdir()
+    record_resumed_config(out, config, {}, 5)  # no record yet: the run's config.yaml is written
+    assert run_config_file(out) == out / CONFIG_YAML and not (out / "resumed-configs").exists()
+    record_resumed_config(out, config, {}, 5)
+    assert run_config_file(out) == out / CONFIG_YAML  # nothing changed, nothing recorded
+    longer = load_config(tiny_config(tmp_path, Path("backbone")), ["training.max_steps=20"])
+    record_resumed_config(out, longer, {"training.max_steps": [12, 20]}, 5)
+    assert run_config_file(out).name == "from-step-5.yaml"
+    record_resumed_config(out, config, {}, 10)  # back to what the run began with: recorded as well
+    assert run_config_file(out).name == "from-step-10.yaml"
+    assert yaml.safe_load(run_config_file(out).read_text())["training"]["max_steps"] == 12
+    said = [line for line in capsys.readouterr().err.splitlines() if "resumed with" in line]
+    assert len(said) == 2 and "training.max_steps 12 → 20" in said[0] and "no change" in said[1], said
+
+
 def test_a_checkpoint_outside_the_output_folder_is_refused(
     tmp_path: Path, tiny_bert: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -95,9 +95,9 @@ def write_card(out: Path) -> Path:
     card_eval.json if `lwap card --eval` made one); `lwap train` calls it last, `lwap card` again later."""
     from lwap.checks.files import read_json_object, read_yaml, write_text_atomically
     from lwap.train.config import config_from_dict
-    from lwap.train.outputs import CONFIG_YAML, METRICS_CSV, MODEL_DIR, SUMMARY_JSON
+    from lwap.train.outputs import METRICS_CSV, MODEL_DIR, SUMMARY_JSON, run_config_file
 
-    config = config_from_dict(read_yaml(out / CONFIG_YAML), str(out))
+    config = config_from_dict(read_yaml(run_config_file(out)), str(out))  # a resume's changes included
     summary = read_json_object(out / SUMMARY_JSON)
     evaluation_file = out / CARD_EVAL_JSON
     evaluation = read_json_object(evaluation_file) if evaluation_file.is_file() else None

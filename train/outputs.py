@@ -90,6 +90,14 @@ def checkpoints(out: Path) -> list[Path]:
     return sorted(found, key=lambda p: checkpoint_step(p) or 0)
 
 
+def run_config_file(out: Path) -> Path:
+    """The config the run's model was finished with: config.yaml (as the run began), or the newest
+    resume's record of what it changed (lwap.train.resume writes one at every resume once there is one)."""
+    folder = out / RESUMED_CONFIGS_DIR
+    resumed = sorted(folder.glob("*.yaml"), key=lambda p: p.stat().st_mtime_ns) if folder.is_dir() else []
+    return resumed[-1] if resumed else out / CONFIG_YAML
+
+
 def latest_complete_checkpoint(out: Path) -> Path | None:
     complete = [p for p in checkpoints(out) if is_complete_checkpoint(p)]
     return complete[-1] if complete else None

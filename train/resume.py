@@ -8,8 +8,9 @@
   the seed that orders the data, the batches, the optimiser's settings). Everything else may change: how
   long the run is (`training.epochs`, `max_steps`), where and how fast it runs (device, precision, attention,
   mini-batches: the same loss and gradients), `eval.*`, `output.*` and logging. Those changes are written to
-  OUT/resumed-configs/from-step-N.yaml (the whole resumed config) and said in one stderr line; the
-  summary lists them (`resume_changes`).
+  OUT/resumed-configs/from-step-N.yaml (the whole resumed config; once there is one, every later resume
+  writes its own, so the newest is the config in effect: the model card reads it) and said in one stderr
+  line; the summary lists them (`resume_changes`).
 - A checkpoint is resumed only from this run: one that is not in OUT/checkpoints, or whose `lwap_run.json`
   names another run id than OUT's output marker, is refused (`check_checkpoint_origin`). Checkpoints
   saved before the run id was recorded carry none and are accepted from OUT/checkpoints.
@@ -133,9 +134,9 @@ def record_resumed_config(out: Path, config: TrainConfig, changes: dict[str, lis
     if not (out / CONFIG_YAML).exists():
         write_text_atomically(out / CONFIG_YAML, dump_config(config))
         return
-    if not changes:
-        return
     folder = out / RESUMED_CONFIGS_DIR
+    if not changes and not any(folder.glob("*.yaml")):
+        return  # else recorded too: the newest record is the config in effect (outputs.run_config_file)
     folder.mkdir(exist_ok=True)
     path = folder / f"from-step-{step}.yaml"
     again = 2
@@ -143,6 +144,7 @@ def record_resumed_config(out: Path, config: TrainConfig, changes: dict[str, lis
         path, again = folder / f"from-step-{step}.{again}.yaml", again + 1
     write_text_atomically(path, dump_config(config))
     said = ", ".join(f"{key} {_yaml_value(old)} → {_yaml_value(new)}" for key, (old, new) in changes.items())
+    said = said or "no change from the run's config"
     _say(f"lwap train: resumed with {said}; recorded in {path} ({out / CONFIG_YAML} stays as the run began)")
 
 
