@@ -206,6 +206,8 @@ class World:
             config = path
         else:
             keys = {target.dest: value} if target.where == "config key" else {}
+            if target.dest == "resume" and path.parent.name == "checkpoints":  # its run's folder is OUT
+                keys = {"output.dir": str(path.parent.parent)}
             config.write_text(yaml.safe_dump(self.config(**keys), allow_unicode=True), encoding="utf-8")
         argv = ["train", str(config)]
         return argv + (["--resume", value] if target.dest == "resume" else []), env
@@ -244,9 +246,11 @@ def make_fault(world: World, target: Target, fault: str, request: pytest.Fixture
     is_file = target.role in (INPUT_FILE, OUTPUT_FILE)
     if fault == "unicode-name":
         name = target.filename if target.dest == "resume" else f"Datei é {target.filename}"
-        path = world.root / UNICODE_FOLDER / name
+        # a checkpoint is resumed only in its own run's folder (lwap.train.resume): OUT/checkpoints/NAME
+        inside = "checkpoints/" if target.dest == "resume" else ""
+        path = world.root / UNICODE_FOLDER / f"{inside}{name}"
         if target.role in (INPUT_FILE, INPUT_FOLDER):  # outputs: the parents are created by the command
-            path.parent.mkdir()
+            path.parent.mkdir(parents=True)
             world.make_valid(target, path)
         return path
     if fault == "parent-is-file":
@@ -475,7 +479,7 @@ def check_works(world: World, target: Target, path: Path, capfd, monkeypatch, fa
         reached = _train_until_the_loop(monkeypatch, argv)
         err = capfd.readouterr().err
         assert len(reached.trainer.train_dataset) == len(TRAIN_SENTENCES)
-        out = path if target.dest == "output.dir" else world.root / "run"
+        out = {"output.dir": path, "resume": path.parent.parent}.get(target.dest, world.root / "run")
         assert (out / "config.yaml").is_file()
         if target.dest == "resume":
             assert reached.resume_from_checkpoint == str(path)
