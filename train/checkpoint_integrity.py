@@ -35,12 +35,12 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from transformers.trainer_pt_utils import safe_globals
 
 from lwap.checks.files import open_regular, read_json_object
+from lwap.checks.output_claim import MARKER as OUTPUT_MARKER
 from lwap.checks.weights_files import check_weights_files
 from lwap.errors import LwapError
 
 MANIFEST = "lwap-manifest.json"
 RUN_FILE = "lwap_run.json"
-OUTPUT_MARKER = ".lwap-output.json"  # the output folder's marker (lwap.checks.output_claim.MARKER)
 # what transformers' resume loads with torch.load (weights_only=True); rng_state_N.pth under DDP
 TORCH_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt")
 _CHUNK = 2**22
