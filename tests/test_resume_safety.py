@@ -19,6 +19,7 @@ from transformers import TrainerCallback
 
 from lwap.cli import main
 from lwap.train import load_config, train
+from lwap.train.config import RETIRED_KEYS
 from lwap.train.outputs import CONFIG_YAML, latest_complete_checkpoint
 
 MARKER = ".lwap-output.json"  # lwap.checks.output_claim.MARKER (issue 65's output rule writes it)
@@ -104,8 +105,8 @@ def test_which_keys_a_resume_may_change() -> None:
 
 
 def test_a_recorded_config_with_a_retired_key_compares_as_the_key_that_replaced_it(tmp_path: Path) -> None:
-    """A run's config.yaml written before `eval.dev` holds `eval.stsb_dev`: read as lwap reads it, the same
-    config resumes unchanged, and a real change is still named."""
+    """A run's config.yaml written before `eval.dev` holds the key it replaced (RETIRED_KEYS): read as lwap
+    reads it, the same config resumes unchanged, and a real change is still named."""
     from lwap.errors import LwapError
     from lwap.train.resume import check_resumed_config
 
@@ -115,7 +116,8 @@ def test_a_recorded_config_with_a_retired_key_compares_as_the_key_that_replaced_
     out.mkdir()
     recorded = config.to_dict()
     del recorded["eval"]["dev"]
-    recorded["eval"]["stsb_dev"] = True  # the retired key, as runs before eval.dev wrote it
+    retired = next(old for old, new in RETIRED_KEYS.items() if new == "eval.dev").removeprefix("eval.")
+    recorded["eval"][retired] = True  # as runs before eval.dev wrote it
     (out / CONFIG_YAML).write_text(yaml.safe_dump(recorded))
     assert check_resumed_config(out, config) == {}
     changed = load_config(path, ["eval.eval_steps=1"])
