@@ -252,6 +252,9 @@ def make_fault(world: World, target: Target, fault: str, request: pytest.Fixture
         if target.role in (INPUT_FILE, INPUT_FOLDER):  # outputs: the parents are created by the command
             path.parent.mkdir(parents=True)
             world.make_valid(target, path)
+        if inside:  # the run's folder is lwap's, as a run marks it before its first checkpoint
+            mark = {"made_by": "lwap", "command": "train", "run_id": "0" * 32, "version": "0.1.0"}
+            (path.parent.parent / OUTPUT_MARKER).write_text(json.dumps(mark), encoding="utf-8")
         return path
     if fault == "parent-is-file":
         cell.write_text("a file where a folder is expected\n", encoding="utf-8")
