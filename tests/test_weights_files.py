@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lwap import build_model, load_model
+from lwap.checks.output_claim import MARKER
 from lwap.errors import BackboneNotFoundError, ModelLoadError
 from lwap.train.outputs import ResumeError, check_output_dir
 
@@ -59,6 +60,8 @@ def test_damaged_latest_checkpoint_names_an_earlier_one(
         checkpoint = tmp_path / "checkpoints" / f"checkpoint-{step}"
         shutil.copytree(saved, checkpoint)
         (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    mark = {"made_by": "lwap", "command": "train", "run_id": "0" * 32, "version": "0.1.0"}
+    (tmp_path / MARKER).write_text(json.dumps(mark))  # the run's folder is lwap's, as a run marks it
     damaged = tmp_path / "checkpoints" / "checkpoint-10"
     (damaged / "model.safetensors").write_bytes(b"")
     assert check_output_dir(tmp_path, overwrite=False, resume=True).name == "checkpoint-5"
