@@ -10,6 +10,7 @@ checked when the run is assembled, still before the output folder is touched.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from lwap import registry
@@ -74,6 +75,7 @@ def check_values(c: TrainConfig, source: str) -> None:
         c.objective.hard_negative_weight,
     )
     check_objective(c.objective, c.model, source)
+    _check_scored_pairs(c, source)
     if c.objective.name == "unsup_simcse" and c.objective.hard_negative_weight != 1.0:
         raise ConfigError(
             f"{source}: objective.hard_negative_weight applies to sup_simcse only (unsup_simcse has no hard "
@@ -162,6 +164,8 @@ def _check_columns(c: TrainConfig, source: str) -> None:
             f"{source}: data.hard_negative_columns must list at least one column, or be null (pairs only: "
             "both hard-negative keys null)"
         )
+    if c.objective.name == "scored_pairs":  # data.scored_columns: _check_scored_pairs
+        return
     named = {"data.text_column": d.text_column}
     if c.objective.name == "sup_simcse":
         named = {"data.anchor_column": d.anchor_column, "data.positive_column": d.positive_column}
@@ -178,6 +182,48 @@ def _check_columns(c: TrainConfig, source: str) -> None:
                 f"{source}: {seen[column]} and {key} both name column {column!r}; each column is read once"
             )
         seen[column] = key
+
+
+def _check_scored_pairs(c: TrainConfig, source: str) -> None:
+    """scored_pairs' keys, and what it does not combine with; its keys set for another objective."""
+    o, d = c.objective, c.data
+    if o.name != "scored_pairs":
+        for key, value, default in (
+            ("objective.scored_loss", o.scored_loss, "cosent"),
+            ("data.score_range", d.score_range, None),
+        ):
+            if value != default:
+                raise ConfigError(f"{source}: {key} applies to objective scored_pairs only, got {value!r}")
+        return
+    if len(d.scored_columns) != 3 or not all(name.strip() for name in d.scored_columns):
+        raise ConfigError(
+            f"{source}: data.scored_columns must be three column names (text 1, text 2, score), got "
+            f"{d.scored_columns!r}"
+        )
+    if len(set(d.scored_columns)) != 3:
+        raise ConfigError(f"{source}: data.scored_columns names a column twice: {d.scored_columns!r}")
+    bounds = d.score_range
+    if bounds is not None and not (
+        len(bounds) == 2 and all(map(math.isfinite, bounds)) and bounds[0] < bounds[1]
+    ):
+        raise ConfigError(
+            f"{source}: data.score_range must be [low, high] with low < high (e.g. [0, 5]) or null, got "
+            f"{d.score_range!r}"
+        )
+    # the losses are sentence-transformers' own: none of SimCSE's extras applies to them
+    unsupported = [
+        ("objective.hard_negative_weight", o.hard_negative_weight != 1.0, "a SimCSE hard-negative weight"),
+        ("training.mini_batch_size", c.training.mini_batch_size is not None, "GradCache of SimCSE's loss"),
+        ("objective.matryoshka_dims", o.matryoshka_dims is not None, "elastic embeddings (SimCSE's loss)"),
+        ("objective.depths", o.depths is not None, "elastic embeddings (SimCSE's loss)"),
+        ("objective.temperature", o.scored_loss == "cosine" and o.temperature != 0.05, "a scale (cosine)"),
+    ]
+    for key, is_set, what in unsupported:
+        if is_set:
+            raise ConfigError(
+                f"{source}: {key} is {what}; objective scored_pairs with scored_loss {o.scored_loss} has "
+                "none: leave it at its default"
+            )
 
 
 def _check_report_to(report_to: str | list[str], source: str) -> None:
@@ -209,4 +255,3 @@ def unused_pooler_options(c: TrainConfig, given: dict[str, Any]) -> list[str]:
                     "does not read it"
                 )
     return notes
-

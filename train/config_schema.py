@@ -16,7 +16,9 @@ from typing import Any
 
 from lwap import registry
 
-OBJECTIVES = ("unsup_simcse", "sup_simcse")
+OBJECTIVES = ("unsup_simcse", "sup_simcse", "scored_pairs")
+# sentence-transformers' losses for (text1, text2, score) data (lwap.train.scored_losses)
+SCORED_LOSSES = ("cosent", "angle", "cosine")
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 LR_SCHEDULERS = ("linear", "constant", "constant_with_warmup", "cosine")
@@ -117,6 +119,14 @@ class DataConfig:
         "sup_simcse: several hard negatives, a list of columns ([neg_1, neg_2]), every one in the loss; "
         "setting it turns hard_negative_column off (both set is refused)",
     )
+    scored_columns: list[str] = key(
+        list(DEV_COLUMNS), "scored_pairs: the two texts and the score (a number), by column name"
+    )
+    score_range: list[float] | None = key(
+        None,
+        "scored_pairs: [low, high] of the scores (e.g. [0, 5]), each mapped to [0, 1]; a score outside is "
+        "refused; null = the data's own min and max",
+    )
     hub_config: str | None = key(None, "hub dataset: configuration name")
     hub_data_files: str | None = key(
         None, "hub dataset: a file inside the repository, e.g. nli_for_simcse.csv"
@@ -132,13 +142,22 @@ class DataConfig:
 
 @dataclass
 class ObjectiveConfig:
-    """SimCSE's contrastive objective (InfoNCE with in-batch negatives, cosine / temperature), and the
+    """SimCSE's contrastive objective (InfoNCE with in-batch negatives, cosine / temperature), scored
+    pairs (sentence-transformers' CoSENT, AnglE or cosine losses: lwap.train.scored_losses), and the
     elastic embeddings (lwap.train.elastic, docs/TRAINING.md "Elastic embeddings")."""
 
     name: str = key(REQUIRED, "the objective", choices=OBJECTIVES, example="unsup_simcse")
-    temperature: float = key(0.05, "τ: logits are cosine / τ")
+    temperature: float = key(
+        0.05, "τ: logits are cosine / τ (scored_pairs cosent and angle: their scale, 1/τ = 20 by default)"
+    )
     hard_negative_weight: float = key(
         1.0, "SimCSE's α: log α is added to each hard-negative logit (sup_simcse only)"
+    )
+    scored_loss: str = key(
+        "cosent",
+        "scored_pairs: sentence-transformers' CoSENTLoss (cosent), AnglELoss (angle) or "
+        "CosineSimilarityLoss (cosine: MSE between cosine and score)",
+        choices=SCORED_LOSSES,
     )
     matryoshka_dims: list[int] | None = key(
         None, "e.g. [384, 192, 96]: the loss also on the first d dimensions of each vector, renormalised"

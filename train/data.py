@@ -5,6 +5,8 @@
 - sup_simcse: columns `anchor, positive[, negative | negative_1, ..., negative_k]` (SimCSE's `sent0, sent1,
   hard_neg`), from `data.anchor_column`, `data.positive_column` and `data.hard_negative_column` (or the
   list `data.hard_negative_columns`) of any table. Other columns (e.g. `split`) are ignored.
+- scored_pairs: columns `sentence1, sentence2, score` from `data.scored_columns` of any table, the score
+  a number mapped to [0, 1] from `data.score_range` or the data's min and max (lwap.train.scored_data).
 
 What `data.train` may name, by suffix (`.gz` of the line-based ones is read on the fly):
 
@@ -50,6 +52,7 @@ from lwap.train import data_rows
 from lwap.train.config import DataConfig
 from lwap.train.data_cache import through_cache
 from lwap.train.data_rows import EMPTY_TEXT
+from lwap.train.scored_data import SCORE, ScoreColumn, checked_arrow_scores, normalised
 
 # `datasets` and pyarrow are imported in the functions that read data: `lwap card` and `lwap mine` import
 # this module for its rules on paths and formats without reading any (datasets takes a second to import)
@@ -72,31 +75,47 @@ SAVED_DATASET_FILES = ("state.json", "dataset_dict.json")  # what save_to_disk w
 
 
 def load_train_dataset(data: DataConfig, objective: str) -> Any:
-    """The training `datasets.Dataset` for `objective` ("unsup_simcse" or "sup_simcse")."""
+    """The training `datasets.Dataset` for `objective` ("unsup_simcse", "sup_simcse" or "scored_pairs")."""
+    dataset, label = _loaded(data, objective)
+    if objective != "scored_pairs":
+        return dataset
+    bounds = _bounds(data)
+    checked_arrow_scores(dataset, label, data.scored_columns[2], bounds)  # the line readers checked theirs
+    return normalised(dataset, label, bounds)
+
+
+def _bounds(data: DataConfig) -> tuple[float, float] | None:
+    return None if data.score_range is None else (float(data.score_range[0]), float(data.score_range[1]))
+
+
+def _loaded(data: DataConfig, objective: str) -> tuple[Any, str]:
+    """The dataset of `data.train` with the loss's columns, and how errors name its source."""
     columns, names = _wanted_columns(data, objective)
     if not _is_local(data.train):
-        return _hub_dataset(data, columns, names)
+        return _hub_dataset(data, columns, names), f"hub dataset {data.train!r}"
     path = training_file(data.train, data.max_examples)  # the mirror, lwap's sample or the hub
     if path.is_dir():
-        return _saved_dataset(path, data, columns, names)
+        return _saved_dataset(path, data, columns, names), str(path)
     check_file(path, key="data.train")
     fmt = file_format(path)
     if fmt is None:
         raise DataError(f"{path}: unknown kind of data file (data.train); expected {_known_suffixes()}")
-    if fmt == "text" and objective == "sup_simcse":
+    if fmt == "text" and objective != "unsup_simcse":
         raise DataError(
-            f"{path}: sup_simcse reads a table with columns ({', '.join(columns)}): CSV/TSV, JSON lines, "
+            f"{path}: {objective} reads a table with columns ({', '.join(columns)}): CSV/TSV, JSON lines, "
             f"JSON, Parquet or a save_to_disk folder; a text file has one sentence a line"
         )
     if fmt == "parquet":
-        return _parquet_dataset(path, data, columns, names)
-    return _streamed_dataset(path, fmt, data, columns, names)
+        return _parquet_dataset(path, data, columns, names), str(path)
+    return _streamed_dataset(path, fmt, data, columns, names), str(path)
 
 
 def _wanted_columns(data: DataConfig, objective: str) -> tuple[list[str], list[str]]:
     """(source column names, dataset column names) in the order the loss reads them."""
     if objective == "unsup_simcse":
         return [data.text_column], ["text"]
+    if objective == "scored_pairs":
+        return list(data.scored_columns), ["sentence1", "sentence2", SCORE]
     negatives = data.negative_columns()
     names = ["negative"] if len(negatives) == 1 else [f"negative_{i}" for i in range(1, len(negatives) + 1)]
     return [data.anchor_column, data.positive_column, *negatives], ["anchor", "positive", *names]
@@ -143,8 +162,11 @@ def _streamed_dataset(path: Path, fmt: str, data: DataConfig, columns: list[str]
         # tuples, not lists: `from_generator` would split list-valued arguments into shards
         "columns": tuple(columns),
         "names": tuple(names),
+        "score_range": _bounds(data) if SCORE in names else None,
     }
-    features = datasets.Features({name: datasets.Value("string") for name in names})
+    features = datasets.Features(
+        {name: datasets.Value("float64" if name == SCORE else "string") for name in names}
+    )
     try:
         return through_cache(
             lambda: datasets.Dataset.from_generator(_rows, gen_kwargs=kwargs, features=features), str(path)
@@ -162,17 +184,20 @@ def _rows(
     stamp: str,
     columns: tuple[str, ...],
     names: tuple[str, ...],
-) -> Iterator[dict[str, str]]:
-    """The examples of a line-based file (`from_generator` calls this; `stamp` only keys the cache)."""
+    score_range: tuple[float, float] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The examples of a line-based file (`from_generator` calls this; `stamp` only keys the cache; the
+    score range is checked on each line, so it keys the cache too)."""
     source = Path(path)
+    score = ScoreColumn(columns[names.index(SCORE)], score_range) if SCORE in names else None
     if fmt == "text":
         rows = data_rows.text_rows(source)
     elif fmt in DELIMITERS:
-        rows = data_rows.table_rows(source, DELIMITERS[fmt], columns, names)
+        rows = data_rows.table_rows(source, DELIMITERS[fmt], columns, names, score)
     elif fmt == "json" and data_rows.starts_an_array(source):
-        rows = data_rows.json_array_rows(source, columns, names)
+        rows = data_rows.json_array_rows(source, columns, names, score)
     else:
-        rows = data_rows.json_lines_rows(source, columns, names, in_json_file=fmt == "json")
+        rows = data_rows.json_lines_rows(source, columns, names, in_json_file=fmt == "json", score=score)
     yield from data_rows.limited(rows, path, max_examples)
 
 
@@ -188,8 +213,9 @@ def _parquet_dataset(path: Path, data: DataConfig, columns: list[str], names: li
     except (pa.ArrowException, OSError) as error:
         raise DataError(f"{path}: not a readable Parquet file ({_first_line(error)})") from None
     _check_columns(str(path), schema.names, columns, names)
-    for column in columns:
-        _check_text_type(str(path), column, schema.field(column).type)
+    for column, name in zip(columns, names, strict=True):
+        if name != SCORE:  # the score's type: scored_data.checked_arrow_scores
+            _check_text_type(str(path), column, schema.field(column).type)
     try:
         dataset = through_cache(
             lambda: datasets.load_dataset(
@@ -313,7 +339,9 @@ def _text_columns(
     if len(dataset) == 0:
         raise DataError(f"{label}: no examples (no rows)")
     for column, name in zip(columns, names, strict=True):
-        _check_text_type(label, column, dataset.features.arrow_schema.field(name).type)
+        if name != SCORE:  # the score's type: scored_data.checked_arrow_scores
+            _check_text_type(label, column, dataset.features.arrow_schema.field(name).type)
+    names = [name for name in names if name != SCORE]
     has_blank = False
     for batch in dataset.with_format("arrow").iter(batch_size=10_000):
         for name in names:
@@ -352,5 +380,7 @@ def empty_texts(dataset: Any) -> int:
 
     table = dataset.with_format("arrow")[:]
     return sum(
-        int(pc.sum(pc.equal(table.column(name), EMPTY_TEXT)).as_py() or 0) for name in table.column_names
+        int(pc.sum(pc.equal(table.column(name), EMPTY_TEXT)).as_py() or 0)
+        for name in table.column_names
+        if name != SCORE
     )

@@ -12,7 +12,9 @@ silently a number column (or a cast error far from its line); and for a `.json` 
 the builder parses the whole document in memory, with no bound on nesting.
 
 Values (see lwap.train.data for the SimCSE rule): an empty or blank text, or a JSON null, becomes
-`EMPTY_TEXT`; a JSON value that is not a string (number, bool, list, object) is refused.
+`EMPTY_TEXT`; a JSON value that is not a string (number, bool, list, object) is refused. A scored pairs
+file's score column (`score`, lwap.train.scored_data) is a number instead, parsed and checked where its
+line is known.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from lwap.checks.files import decoded_lines, open_regular
 from lwap.checks.limits import LINE
 from lwap.checks.table_files import check_width, header_indices, table_reader
 from lwap.errors import DataError
+from lwap.train.scored_data import SCORE, ScoreColumn
 
 EMPTY_TEXT = " "  # what an empty text becomes: SimCSE's train.py replaces None by " " (lwap.train.data)
 MAX_JSON_DEPTH = 64  # an example is an object of texts (depth 1); deeper nesting is refused, not recursed
@@ -70,9 +73,14 @@ def text_rows(path: Path) -> Iterator[dict[str, str]]:
 
 
 def table_rows(
-    path: Path, delimiter: str, columns: tuple[str, ...], names: tuple[str, ...]
-) -> Iterator[dict[str, str]]:
-    """CSV (quoted as Excel/pandas write it) or TSV (no quoting) with a header row; columns by name."""
+    path: Path,
+    delimiter: str,
+    columns: tuple[str, ...],
+    names: tuple[str, ...],
+    score: ScoreColumn | None = None,
+) -> Iterator[dict[str, Any]]:
+    """CSV (quoted as Excel/pandas write it) or TSV (no quoting) with a header row; columns by name; with
+    `score`, the column named `score` is a number (scored pairs)."""
     kind = "CSV" if delimiter == "," else "TSV"
     reader = table_reader((line for _, line in numbered_lines(path)), tsv=delimiter != ",")
     try:
@@ -82,8 +90,14 @@ def table_rows(
         for row in reader:
             if not row:
                 continue  # blank line
-            check_width(row, header, kind, f"{path}:{reader.line_num}")
-            yield dict(zip(names, (row[i] if row[i].strip() else EMPTY_TEXT for i in indices), strict=True))
+            where = f"{path}:{reader.line_num}"
+            check_width(row, header, kind, where)
+            example = {
+                n: row[i] if row[i].strip() else EMPTY_TEXT for n, i in zip(names, indices, strict=True)
+            }
+            if score is not None:
+                example[SCORE] = score.parse(row[indices[names.index(SCORE)]], where)
+            yield example
     except csv.Error as error:
         raise DataError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None
 
@@ -113,8 +127,11 @@ def json_kind(value: Any) -> str:
     return "null" if value is None else "a string"
 
 
-def object_row(value: Any, where: str, columns: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]:
-    """The example in one JSON object, by column name; DataError naming `where` for anything else."""
+def object_row(
+    value: Any, where: str, columns: tuple[str, ...], names: tuple[str, ...], score: ScoreColumn | None = None
+) -> dict[str, Any]:
+    """The example in one JSON object, by column name (with `score`: `score` a number); DataError naming
+    `where` for anything else."""
     if not isinstance(value, dict):
         raise DataError(
             f"{where}: expected a JSON object (an example with its texts by name), found {json_kind(value)}"
@@ -127,9 +144,12 @@ def object_row(value: Any, where: str, columns: tuple[str, ...], names: tuple[st
             f"{where}: no key {', '.join(repr(m) for m in missing)}; the object has {shown or 'no keys'}"
             f"{pairs_hint(missing, columns, names)}"
         )
-    row = {}
+    row: dict[str, Any] = {}
     for column, name in zip(columns, names, strict=True):
         text = value[column]
+        if score is not None and name == SCORE:
+            row[name] = score.parse(text, where)
+            continue
         if text is not None and not isinstance(text, str):
             raise DataError(f"{where}: {column!r} is {json_kind(text)}, expected a string (a text)")
         row[name] = text if text is not None and text.strip() else EMPTY_TEXT
@@ -154,8 +174,13 @@ def _nested_too_deeply(where: str) -> DataError:
 
 
 def json_lines_rows(
-    path: Path, columns: tuple[str, ...], names: tuple[str, ...], *, in_json_file: bool = False
-) -> Iterator[dict[str, str]]:
+    path: Path,
+    columns: tuple[str, ...],
+    names: tuple[str, ...],
+    *,
+    in_json_file: bool = False,
+    score: ScoreColumn | None = None,
+) -> Iterator[dict[str, Any]]:
     """JSON lines: one object a line (blank lines skipped). `in_json_file`: a `.json` holding JSON lines,
     as `datasets`' `to_json` writes them; its fault says what a .json may hold."""
     for number, line in numbered_lines(path):
@@ -174,7 +199,7 @@ def json_lines_rows(
             detail = f"{error.msg} at column {error.colno}" if decode else str(error)
             hint = " (a .json file holds an array of objects or one object a line)" if in_json_file else ""
             raise DataError(f"{where}: not valid JSON ({detail}){hint}") from None
-        yield object_row(value, where, columns, names)
+        yield object_row(value, where, columns, names, score)
 
 
 @contextlib.contextmanager
@@ -303,7 +328,9 @@ class _JsonArrayReader:
                 raise DataError(f"{self.path}:{self.line}: text after the end of the JSON array")
 
 
-def json_array_rows(path: Path, columns: tuple[str, ...], names: tuple[str, ...]) -> Iterator[dict[str, str]]:
+def json_array_rows(
+    path: Path, columns: tuple[str, ...], names: tuple[str, ...], score: ScoreColumn | None = None
+) -> Iterator[dict[str, Any]]:
     """A JSON array of objects, one example each."""
     for where, value in _JsonArrayReader(path).elements():
-        yield object_row(value, where, columns, names)
+        yield object_row(value, where, columns, names, score)

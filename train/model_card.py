@@ -15,7 +15,11 @@ from typing import Any
 from lwap import registry
 from lwap.train.config import TrainConfig
 
-OBJECTIVE_NAMES = {"unsup_simcse": "unsupervised SimCSE", "sup_simcse": "supervised SimCSE"}
+OBJECTIVE_NAMES = {
+    "unsup_simcse": "unsupervised SimCSE",
+    "sup_simcse": "supervised SimCSE",
+    "scored_pairs": "scored pairs",
+}
 
 
 def kept_step(trainer: Any, config: TrainConfig) -> int:
@@ -230,6 +234,25 @@ def _about_lwap(m: Any) -> str:
     return text
 
 
+def _objective_text(config: TrainConfig) -> str:
+    """What the loss was, in one table cell."""
+    o = config.objective
+    if o.name == "scored_pairs":
+        from lwap.train.scored_losses import SCORED_LOSS_CLASSES
+
+        scale = "" if o.scored_loss == "cosine" else f", scale {1 / o.temperature:g}"
+        bounds = config.data.score_range
+        source = f"[{bounds[0]:g}, {bounds[1]:g}]" if bounds else "the data's min and max"
+        return (
+            f"scored pairs: sentence-transformers' {SCORED_LOSS_CLASSES[o.scored_loss].__name__}{scale}, "
+            f"scores mapped to [0, 1] from {source}"
+        )
+    return (
+        f"{OBJECTIVE_NAMES.get(o.name, o.name)}: InfoNCE over in-batch negatives, cosine "
+        f"similarity / temperature {o.temperature:g} (lwap's SimCSELoss)"
+    )
+
+
 def _training(config: TrainConfig, summary: dict[str, Any], logged: dict[int, dict[str, float]]) -> str:
     t, o = config.training, config.objective
     examples = summary.get("train_examples")
@@ -237,13 +260,9 @@ def _training(config: TrainConfig, summary: dict[str, Any], logged: dict[int, di
     unit = {0: "pairs", 1: "triplets"}.get(
         negatives, f"(anchor, positive, {negatives} hard negatives) tuples"
     )
-    unit = "sentences" if o.name == "unsup_simcse" else unit
-    rows = [
-        (
-            "objective",
-            f"{OBJECTIVE_NAMES.get(o.name, o.name)}: InfoNCE over in-batch negatives, cosine "
-            f"similarity / temperature {o.temperature:g} (lwap's SimCSELoss)",
-        ),
+    unit = {"unsup_simcse": "sentences", "scored_pairs": "scored pairs"}.get(o.name, unit)
+    rows = [("objective", _objective_text(config))]
+    rows += [
         (
             "training data",
             f"{examples:,} {unit} from {_data_name(config)}" if examples else _data_name(config),

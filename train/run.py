@@ -246,10 +246,12 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
 
 
 def _sentences_per_example(config: TrainConfig) -> int:
-    """Input texts read per training example: 1 unsupervised (encoded twice), supervised 2 + the number
-    of hard negatives."""
+    """Input texts read per training example: 1 unsupervised (encoded twice), a scored pair 2, supervised
+    2 + the number of hard negatives."""
     if config.objective.name == "unsup_simcse":
         return 1
+    if config.objective.name == "scored_pairs":
+        return 2
     return 2 + len(config.data.negative_columns())
 
 

@@ -47,6 +47,7 @@ from lwap.train.losses import SimCSELoss
 from lwap.train.precision import OutsideTrainingAutocastEvaluation, Tf32ForTraining
 from lwap.train.reporting import TENSORBOARD, checked_integrations, for_transformers, requested
 from lwap.train.sampling import LengthGroupedBatches
+from lwap.train.scored_losses import scored_loss
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -78,7 +79,8 @@ class BuiltTrainer:
 
     trainer: SentenceTransformerTrainer
     model: SentenceTransformer
-    loss: SimCSELoss | CachedSimCSELoss | torch.nn.Module  # the last: elastic losses (lwap.train.elastic)
+    # the last: elastic losses (lwap.train.elastic), scored pairs' (lwap.train.scored_losses)
+    loss: SimCSELoss | CachedSimCSELoss | torch.nn.Module
     evaluator: SentenceEvaluator | None
     dev: DevSet | None  # the dev set that selects the kept checkpoint (eval.dev)
     args: SentenceTransformerTrainingArguments
@@ -265,18 +267,10 @@ def build_trainer(
     model, args, dataset, dev = inputs.model, inputs.args, inputs.dataset, inputs.dev
     on_cuda = args.device.type == "cuda"
     checkpoints = args.save_strategy != SaveStrategy.NO
-    loss = SimCSELoss(
-        model,
-        temperature=config.objective.temperature,
-        hard_negative_weight=config.objective.hard_negative_weight,
-        # every process group (creating `args` made it), even torchrun's of one process: negatives are
-        # gathered across processes, and a one-GPU torchrun exercises the gather
-        gather_across_devices=process_group_exists(),
-    )
-    if config.training.mini_batch_size is not None:
-        loss = CachedSimCSELoss(loss, config.training.mini_batch_size)
-    if config.objective.matryoshka_dims is not None or config.objective.depths is not None:
-        loss = elastic_loss(config.objective, model, loss)  # Matryoshka, depths (docs/TRAINING.md)
+    if config.objective.name == "scored_pairs":  # sentence-transformers' own (config_checks: no extras)
+        loss = scored_loss(model, config.objective.scored_loss, config.objective.temperature)
+    else:
+        loss = _simcse_loss(config, model)
     apply_device_settings(config, model, on_cuda, say=args.process_index == 0)
     evaluator = None
     if dev is not None:
@@ -315,6 +309,23 @@ def build_trainer(
     return BuiltTrainer(
         trainer, model, loss, evaluator, dev, args, dataset, out, stop, timing, divergence, tf32
     )
+
+
+def _simcse_loss(config: TrainConfig, model: SentenceTransformer) -> torch.nn.Module:
+    """SimCSE's loss, with GradCache mini-batches and the elastic embeddings where the config asks."""
+    loss: torch.nn.Module = SimCSELoss(
+        model,
+        temperature=config.objective.temperature,
+        hard_negative_weight=config.objective.hard_negative_weight,
+        # every process group (creating `args` made it), even torchrun's of one process: negatives are
+        # gathered across processes, and a one-GPU torchrun exercises the gather
+        gather_across_devices=process_group_exists(),
+    )
+    if config.training.mini_batch_size is not None:
+        loss = CachedSimCSELoss(loss, config.training.mini_batch_size)
+    if config.objective.matryoshka_dims is not None or config.objective.depths is not None:
+        loss = elastic_loss(config.objective, model, loss)  # Matryoshka, depths (docs/TRAINING.md)
+    return loss
 
 
 def initial_model(config: TrainConfig) -> SentenceTransformer:
