@@ -232,7 +232,7 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
     lwap = f" (start: {m.lwap_start}, queries: {m.lwap_queries}, output: {m.lwap_output})"
     start = lwap if m.pooling == "lwap" else ""
     print(
-        f"lwap train: {config.objective.name}, {config.model.pooling} pooling{start} on "
+        f"lwap train: {_objective(config)}, {config.model.pooling} pooling{start} on "
         f"{config.model.backbone}; {len(dataset):,} training examples, global batch {global_batch}"
         f"{processes}, {config.training.precision}, lr {t.learning_rate:g}{head}{resumed}",
         flush=True,
@@ -243,6 +243,12 @@ def _announce(config: TrainConfig, args: Any, dataset: Any, resume_from: Path | 
             f"lwap train: {empty:,} empty texts in the training data, each trained as {EMPTY_TEXT!r}",
             flush=True,
         )
+
+
+def _objective(config: TrainConfig) -> str:
+    """The objective as the run's first line names it: scored pairs with their loss."""
+    o = config.objective
+    return f"{o.name} ({o.scored_loss})" if o.name == "scored_pairs" else o.name
 
 
 def _sentences_per_example(config: TrainConfig) -> int:

@@ -31,8 +31,8 @@ def token_lengths(dataset: Any, tokenizer: Any, max_length: int, chunk: int = 20
     characters leaves most of it (docs/BENCHMARKS.md, "What was tried and not kept").
     """
     lengths = np.zeros(len(dataset), dtype=np.uint16)
-    texts_only = [c for c, f in dataset.features.items() if getattr(f, "dtype", None) == "string"]
-    for column in texts_only:  # not a scored pair's score
+    texts = [c for c, f in dataset.features.items() if getattr(f, "dtype", "") in ("string", "large_string")]
+    for column in texts:  # not a scored pair's score
         for start in range(0, len(dataset), chunk):
             texts = list(dataset[column][start : start + chunk])
             encoded = tokenizer(

@@ -181,7 +181,7 @@ def scored(layout: Layout, model: str, out: Path, sts_tasks: list[str]) -> dict[
     for command in (test, [*bar, "--output", str(out / "sts")]):
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     test_results = json.loads((out / "stsb-test" / "results.json").read_text(encoding="utf-8"))
-    (task,) = test_results["sts"].values()
+    (task,) = test_results["pairs"].values()  # the one scored pairs file
     return {"stsb_test": task["score"], "sts": scores(json.loads((out / "sts" / "results.json").read_text()))}
 
 
