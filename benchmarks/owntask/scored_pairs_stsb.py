@@ -146,7 +146,8 @@ def st_train(train_file: Path, out: Path, seed: int) -> None:
             "score": [float(r["score"]) / 5 for r in rows],  # the hub's sentence-transformers/stsb scale
         }
     )
-    model = SentenceTransformer(str(resolve_backbone(BACKBONE)), model_kwargs={"torch_dtype": "float32"})
+    backbone = str(resolve_backbone(BACKBONE))
+    model = SentenceTransformer(backbone, model_kwargs={"torch_dtype": "float32"}, trust_remote_code=False)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(out / "checkpoints"),
         num_train_epochs=EPOCHS,
