@@ -2,7 +2,7 @@
 ("Pre-registered: scored pairs, STS-B train → test (issue 67)"), from the cell files alone.
 
 Each contrast A − B is paired by seed (same data order) and read from its 95 % t-interval with the four
-words of issue 66 (benchmarks/grid/intervals.py: equivalent, above, below, undecided) at a margin of 0.5
+words of issue 66 (compare/intervals.py: equivalent, above, below, undecided) at a margin of 0.5
 points, on STS-B test (the primary metric) and on Avg. (all) (what specialising costs). Each row against
 the untouched backbone is the same interval with the backbone's one score on every seed.
 """
@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from benchmarks.grid.intervals import interval_text, paired_interval, phrase
+from compare.intervals import interval_text, paired_interval, phrase
 
 MARGIN = 0.5  # points of Spearman × 100, as issue 66's Avg. (all) margin
 LEVEL = 0.95
