@@ -69,7 +69,7 @@ def write_report(results: Path, seeds: tuple[int, ...]) -> str:
         "",
         "Written by `python benchmarks/owntask/scored_pairs_stsb.py report` from the cell files; the plan is "
         'docs/COMPARE.md, "Pre-registered: scored pairs, STS-B train → test (issue 67)". Cosine Spearman '
-        f"× 100; mean ± sd over seeds {', '.join(map(str, seeds))}.",
+        f"× 100; mean ± sd over seeds {', '.join(map(str, seeds))}; {_budget(cells)}.",
         "",
         "| row | " + " | ".join(label for _, label in METRICS) + " |",
         "| --- | " + " | ".join("---:" for _ in METRICS) + " |",
@@ -101,6 +101,14 @@ def write_report(results: Path, seeds: tuple[int, ...]) -> str:
     text = "\n".join(lines) + "\n"
     (results / "REPORT.md").write_text(text, encoding="utf-8")
     return text
+
+
+def _budget(cells: dict[tuple[str, int | None], dict[str, Any]]) -> str:
+    """The trained cells' epochs (the amendment of 2026-12-07 made them 1; a cell before it has no key)."""
+    epochs = sorted({c.get("epochs", 4) for c in cells.values() if c["row"] != "untouched"})
+    if not epochs:
+        return "nothing trained yet"
+    return "trained " + " and ".join(f"{e} epoch{'s' * (e != 1)}" for e in epochs)
 
 
 def _num(value: float | None) -> str:
