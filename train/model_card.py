@@ -338,6 +338,11 @@ def _evaluation(evaluation: dict[str, Any] | None, summary: dict[str, Any]) -> s
             if before is not None
             else f"{dev_set} {metric}: {dev:.4f} (the selection set: no held-out score)."
         )
+    from lwap.train.general_sts import card_section
+
+    cost = card_section(summary, dev_set, metric)  # kept by the user's dev set: STS-B dev before and after
+    if cost:
+        lines.append(cost)
     if not evaluation:
         lines.append(
             "Not evaluated on held-out sets yet: `lwap card RUN_DIR --eval` adds `lwap eval`'s STS12–16, "

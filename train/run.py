@@ -35,6 +35,7 @@ from lwap.train.data import EMPTY_TEXT, empty_texts
 from lwap.train.dev_sets import summary_dev
 from lwap.train.divergence import TrainingDivergedError, divergence_message
 from lwap.train.elastic_config import check_backbone_depths
+from lwap.train.general_sts import measure_general_sts, result_line, unavailable_note
 from lwap.train.head_training import head_learning_rate
 from lwap.train.model_card import describe_run, write_card
 from lwap.train.precision import remove_training_autocast
@@ -159,6 +160,8 @@ def _train(
             config, config_path, args, trainer, built.timing, dataset, resume_from, model_dir, built.dev
         )
         summary["resume_changes"] = changes or None  # key: [config.yaml's, this resume's] (lwap.train.resume)
+        # kept by the user's dev set: STS-B dev before and after, what specialising cost (after the save)
+        summary["general_sts"] = measure_general_sts(config, trainer.model, built.dev)
         summary["wall_time_seconds"] = round(time.perf_counter() - wall_start, 1)
         write_json_atomically(summary, out / outputs.SUMMARY_JSON)
         write_card(out)  # the card users read: loading with trust_remote_code, data, losses (lwap card)
@@ -343,6 +346,9 @@ def _print_result(summary: dict[str, Any], out: Path) -> None:
             f"(model from step {summary['final_model_step']}; best {fmt(summary['best_dev_score'])} "
             f"at step {summary['best_step']})"
         )
+    general = summary.get("general_sts")
+    if general and not general["unavailable"]:
+        lines.append(result_line(general, summary_dev(summary)[0]))
     speed = summary["sentences_per_second"]
     lines.append(
         f"wall time {summary['wall_time_seconds']:.0f} s "
@@ -353,6 +359,8 @@ def _print_result(summary: dict[str, Any], out: Path) -> None:
     )
     lines.append(f"summary: {out / outputs.SUMMARY_JSON}; curves: {out / outputs.CURVES_PNG}")
     print("\n".join(lines), flush=True)
+    if general and general["unavailable"]:
+        print(unavailable_note(general), file=sys.stderr, flush=True)
     if summary["dev_score_moved"] is False:
         first, evaluations = summary["dev_scores_by_step"][0][1], len(summary["dev_scores_by_step"])
         print(
