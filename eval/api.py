@@ -27,6 +27,7 @@ from lwap.eval.pairs_data import DEFAULT_COLUMNS, is_pairs_file, load_scored_pai
 from lwap.eval.search import score_search
 from lwap.eval.sts_data import STS_TASKS, VARIANTS, load_sts_task
 from lwap.eval.sts_scoring import AGGREGATIONS, score_sts_tasks
+from lwap.library_output import datasets_bars_off, library_warnings_held
 from lwap.model import find_lwap, load_model, set_max_seq_length
 from lwap.paths import find_data_dir
 
@@ -195,23 +196,24 @@ def evaluate_model(
     started = time.perf_counter()
     sts_names, search_specs, pairs_specs = resolve_tasks(tasks)
 
-    say("reading data")
-    sts_tasks = [load_sts_task(name, variant) for name in sts_names]
-    search_sets: list[BeirDataset] = [
-        SEARCH_TASKS[name]() if folder is None else load_beir(folder, name=name)
-        for name, folder in search_specs
-    ]
-    pairs_tasks = [load_scored_pairs(path, pairs_columns, name=name) for name, path in pairs_specs]
+    # the data, then the model, with no stage line, bar or warning (lwap's or a library's) until both are
+    # good: a refusal of either is one line (lwap.library_output)
+    with library_warnings_held(), datasets_bars_off():
+        sts_tasks = [load_sts_task(name, variant) for name in sts_names]
+        search_sets: list[BeirDataset] = [
+            SEARCH_TASKS[name]() if folder is None else load_beir(folder, name=name)
+            for name, folder in search_specs
+        ]
+        pairs_tasks = [load_scored_pairs(path, pairs_columns, name=name) for name, path in pairs_specs]
+        if isinstance(model, SentenceTransformer):
+            label = model_name or "in-memory model"
+        else:
+            label = model_name or str(model)
+            model = load_model(model, device=device, trust_remote_code=trust_remote_code)
+    say(f"data read and {label} ready in {time.perf_counter() - started:.1f} s")
     for data in search_sets:  # judgements that point nowhere: said before any score, not only in results.json
         for note in data.notes:
             caution(f"{data.name}: {note}")
-
-    if isinstance(model, SentenceTransformer):
-        label = model_name or "in-memory model"
-    else:
-        label = model_name or str(model)
-        say(f"loading {label}")
-        model = load_model(model, device=device, trust_remote_code=trust_remote_code)
     if max_seq_length is not None:
         set_max_seq_length(model, max_seq_length, say)
     model.eval()

@@ -81,24 +81,30 @@ def run(args: argparse.Namespace) -> int:
 
 def _encode(args: argparse.Namespace, device: str | None) -> int:
     from lwap.encoding import encode_file
+    from lwap.library_output import library_warnings_held
     from lwap.model import load_model, set_max_seq_length
 
-    model = load_model(args.model, device=device, trust_remote_code=args.trust_remote_code)
-    if args.layers is not None or args.dims is not None:
-        from lwap.truncate import check_dims, truncate_model
+    # what the libraries warn while the model loads (and converts) is said once it is ready: a refusal of
+    # --layers, --dims or the OpenVINO backend alone
+    converted = None
+    with library_warnings_held():
+        model = load_model(args.model, device=device, trust_remote_code=args.trust_remote_code)
+        if args.layers is not None or args.dims is not None:
+            from lwap.truncate import check_dims, truncate_model
 
-        if args.layers is not None:
-            model = truncate_model(model, args.layers)
-        if args.dims is not None:
-            check_dims(model, args.dims)
-            model.truncate_dim = args.dims
-    if args.max_seq_length is not None:
-        set_max_seq_length(model, args.max_seq_length, lambda message: print(message, file=sys.stderr))
-    if args.backend == "openvino":
-        from lwap.openvino_backbone import use_openvino
+            if args.layers is not None:
+                model = truncate_model(model, args.layers)
+            if args.dims is not None:
+                check_dims(model, args.dims)
+                model.truncate_dim = args.dims
+        if args.max_seq_length is not None:
+            set_max_seq_length(model, args.max_seq_length, lambda message: print(message, file=sys.stderr))
+        if args.backend == "openvino":
+            from lwap.openvino_backbone import use_openvino
 
-        seconds = use_openvino(model, args.precision)
-        print(f"backbone converted to OpenVINO ({args.precision}) in {seconds:.1f} s", file=sys.stderr)
+            converted = use_openvino(model, args.precision)
+    if converted is not None:
+        print(f"backbone converted to OpenVINO ({args.precision}) in {converted:.1f} s", file=sys.stderr)
     rows = encode_file(
         model,
         args.input,

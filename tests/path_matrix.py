@@ -556,7 +556,7 @@ def doc_section() -> str:
         "test_every_option_and_key_is_classified` fails when an option or config key is added without a "
         "row here (or a reason it names no path). Root ignores permission bits, so under root the "
         "*unwritable* cells use a folder of `/sys` (sysfs refuses root too). A progress bar a library drew "
-        "before the failure (datasets' `Generating train split`) is not counted as a second line. The "
+        "before the failure (datasets' `Generating train split`) counts as a second line. The "
         "training cells that must work run `lwap train` for real up to the optimisation loop (config "
         "read, data read, backbone loaded, checkpoint found, output folder prepared), which opens no "
         "path the user gave. The hostile-folder columns (*auto-map* to *router-code*, and *huge-config* to "

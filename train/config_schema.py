@@ -232,7 +232,9 @@ class TrainingConfig:
         "where the trainer logs besides metrics.csv: tensorboard (into OUT/tensorboard), wandb, mlflow, ... "
         "where installed, a list of them, or none",
     )
-    progress_bar: bool = key(True, "transformers' progress bar")
+    progress_bar: bool = key(
+        True, "progress bars while training; false: none, datasets' included (data files are read without)"
+    )
 
 
 @dataclass

@@ -47,6 +47,7 @@ from typing import Any
 from lwap.checks.files import check_file
 from lwap.data_sources import hub_offline, training_file
 from lwap.errors import DataError, LwapError
+from lwap.library_output import datasets_bars_off
 from lwap.paths import DATA_DIR_VARIABLE, expand_path
 from lwap.train import data_rows
 from lwap.train.config import DataConfig
@@ -75,13 +76,16 @@ SAVED_DATASET_FILES = ("state.json", "dataset_dict.json")  # what save_to_disk w
 
 
 def load_train_dataset(data: DataConfig, objective: str) -> Any:
-    """The training `datasets.Dataset` for `objective` ("unsup_simcse", "sup_simcse" or "scored_pairs")."""
-    dataset, label = _loaded(data, objective)
-    if objective != "scored_pairs":
-        return dataset
-    bounds = _bounds(data)
-    checked_arrow_scores(dataset, label, data.scored_columns[2], bounds)  # the line readers checked theirs
-    return normalised(dataset, label, bounds)
+    """The training `datasets.Dataset` for `objective` ("unsup_simcse", "sup_simcse" or "scored_pairs").
+    `datasets`' progress bars are off meanwhile: a fault is one line, no bar before it
+    (lwap.library_output)."""
+    with datasets_bars_off():
+        dataset, label = _loaded(data, objective)
+        if objective != "scored_pairs":
+            return dataset
+        bounds = _bounds(data)
+        checked_arrow_scores(dataset, label, data.scored_columns[2], bounds)  # the line readers: their own
+        return normalised(dataset, label, bounds)
 
 
 def _bounds(data: DataConfig) -> tuple[float, float] | None:

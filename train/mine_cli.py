@@ -131,20 +131,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _mine(args: argparse.Namespace, options: Any, output: Any) -> int:
-    """Load the model, mine, write the CSV and say how to train on it."""
-    from lwap.train.mining import mine_file, training_keys
+    """Read the pairs, load the model, mine, write the CSV and say how to train on it."""
+    from lwap.library_output import library_warnings_held
+    from lwap.train.mining import mine_file, read_inputs, training_keys
 
-    model = _load(args)
-    result = mine_file(
-        args.pairs,
-        model,
-        output,
-        options,
-        anchor_column=args.anchor_column,
-        positive_column=args.positive_column,
-        corpus_path=args.corpus,
-        corpus_column=args.corpus_column,
-    )
+    with library_warnings_held():  # what the libraries warn while the inputs are read: said once all are good
+        inputs = read_inputs(
+            args.pairs,
+            anchor_column=args.anchor_column,
+            positive_column=args.positive_column,
+            corpus_path=args.corpus,
+            corpus_column=args.corpus_column,
+        )
+        model = _load(args)
+    result = mine_file(args.pairs, inputs, model, output, options)
     dropped = result.pairs - result.rows
     print(
         f"lwap mine: {result.pairs:,} pairs, {result.candidates:,} candidate texts; wrote {result.rows:,} "

@@ -277,21 +277,31 @@ def _short_write(error: OSError, where: Path) -> str | None:
     return f"a short write: {error}{free}"
 
 
-def mine_file(
+def read_inputs(
     pairs_path: str,
-    model: Any,
-    output: Path,
-    options: MiningOptions,
     *,
     anchor_column: str = ANCHOR,
     positive_column: str = POSITIVE,
     corpus_path: str | None = None,
     corpus_column: str = "text",
-) -> MiningResult:
-    """Read, mine and write: what `lwap mine` does once its arguments are checked and its model loaded."""
-    started = time.perf_counter()
+) -> tuple[Any, list[str] | None]:
+    """The pairs and the --corpus texts (None: the candidates are the pairs' positives), read and checked.
+    `lwap mine` reads them before its model loads: a bad row is refused without waiting for the model."""
     pairs = read_pairs(pairs_path, anchor_column, positive_column)
-    corpus = read_corpus(corpus_path, corpus_column) if corpus_path is not None else None
+    return pairs, read_corpus(corpus_path, corpus_column) if corpus_path is not None else None
+
+
+def mine_file(
+    pairs_path: str,
+    inputs: tuple[Any, list[str] | None],
+    model: Any,
+    output: Path,
+    options: MiningOptions,
+) -> MiningResult:
+    """Mine and write: what `lwap mine` does once its inputs are read (`read_inputs` of `pairs_path`) and
+    its model loaded."""
+    started = time.perf_counter()
+    pairs, corpus = inputs
     scratch = output.parent if output.parent.is_dir() else None  # the embeddings' cache: beside the output
     try:
         mined, candidates = mine(pairs, model, options, corpus, scratch=scratch)

@@ -26,6 +26,7 @@ import lwap
 from lwap.backbones import check_backbone
 from lwap.checks.files import read_json_object, write_json_atomically, write_text_atomically
 from lwap.errors import LwapError, Terminated
+from lwap.library_output import datasets_bars_off, library_warnings_held
 from lwap.model import inference_max_seq_length, load_model
 from lwap.paths import expand_path
 from lwap.train import outputs
@@ -73,7 +74,10 @@ def train(
     """
     out = output_path(config)
     is_main = int(os.environ.get("RANK", "0")) == 0  # torchrun's global rank; only it writes OUT
-    with outputs.run_lock(out) if is_main else contextlib.nullcontext():
+    with (
+        outputs.run_lock(out) if is_main else contextlib.nullcontext(),
+        datasets_bars_off(not config.training.progress_bar),  # transformers' bars: `disable_tqdm`
+    ):
         return _train(config, out, config_path, resume, overwrite, callbacks)
 
 
@@ -97,10 +101,12 @@ def _train(
         changes = check_resumed_config(out, config)
 
     # the inputs before the output folder: a bad backbone, data file or dev set must not clear or start a
-    # run there (the training arguments, made with them, start the process group under torchrun)
-    check_backbone(config.model.backbone, trust_remote_code=config.model.trust_remote_code)
-    check_backbone_depths(config, config_path or "config")  # objective.depths, matryoshka_dims
-    inputs = training_inputs(config, out, resuming=resume_from is not None)
+    # run there (the training arguments, made with them, start the process group under torchrun); what the
+    # libraries warn meanwhile (the backbone's load report) is said once they are good, a refusal alone
+    with library_warnings_held():
+        check_backbone(config.model.backbone, trust_remote_code=config.model.trust_remote_code)
+        check_backbone_depths(config, config_path or "config")  # objective.depths, matryoshka_dims
+        inputs = training_inputs(config, out, resuming=resume_from is not None)
     args, dataset = inputs.args, inputs.dataset
     is_main = args.process_index == 0
     with args.main_process_first(desc="output folder"):

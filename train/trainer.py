@@ -8,8 +8,9 @@ folder is lwap.train.run's job, not this module's.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -298,17 +299,34 @@ def build_trainer(
         if TENSORBOARD in requested(config.training.report_to):
             writer = SummaryWriter(log_dir=str(out / outputs.TENSORBOARD_DIR))
             own.append(TensorBoardCallback(tb_writer=writer))
-    trainer = OutsideTrainingAutocastEvaluation(
-        model=model,
-        args=args,
-        train_dataset=dataset,
-        loss=loss,
-        evaluator=evaluator,
-        callbacks=own + list(callbacks),
-    )
+    with _widget_examples_skipped(model, skipped=args.disable_tqdm):
+        trainer = OutsideTrainingAutocastEvaluation(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            loss=loss,
+            evaluator=evaluator,
+            callbacks=own + list(callbacks),
+        )
     return BuiltTrainer(
         trainer, model, loss, evaluator, dev, args, dataset, out, stop, timing, divergence, tf32
     )
+
+
+@contextlib.contextmanager
+def _widget_examples_skipped(model: SentenceTransformer, skipped: bool) -> Iterator[None]:
+    """With the bars off (`training.progress_bar: false`), sentence-transformers' card callback does not
+    pick the card's widget examples: it draws a tqdm bar for that ("Computing widget examples") that no
+    setting turns off (the card data's `generate_widget_examples` gates another step). lwap's card
+    (lwap.train.model_card) shows no widget, so nothing is lost."""
+    card = model.model_card_data
+    if skipped:
+        card.set_widget_examples = lambda dataset: None  # on the instance: its class's method is left as is
+    try:
+        yield
+    finally:
+        if skipped:
+            del card.set_widget_examples
 
 
 def _simcse_loss(config: TrainConfig, model: SentenceTransformer) -> torch.nn.Module:
