@@ -91,3 +91,14 @@ def data_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     make_mirror(tmp_path / "mirror")
     monkeypatch.setenv("LWAP_DATA_DIR", str(tmp_path / "mirror"))
     return tmp_path / "mirror"
+
+
+@pytest.fixture(scope="session")
+def fruit_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """eval_mirror's fruit model (its sentences' embeddings are known) saved once, for the tests that load a
+    model folder: `lwap mine`, its faults, output claims."""
+    from eval_mirror import fruit_model  # beside this file, as the tests import it
+
+    folder = tmp_path_factory.mktemp("fruit") / "model"
+    fruit_model().save(str(folder))
+    return folder

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from eval_mirror import fruit_model
 
 from lwap.cli import main
 
@@ -60,13 +59,6 @@ def by_hand(
         ranked = [c for _, c in sorted(scored, key=lambda item: -item[0])]
         negatives[anchor] = ranked[range_min : range_min + k]
     return negatives
-
-
-@pytest.fixture(scope="module")
-def fruit_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("fruit") / "model"
-    fruit_model().save(str(folder))
-    return folder
 
 
 def write_pairs(path: Path, header: tuple[str, str] = ("query", "doc")) -> Path:

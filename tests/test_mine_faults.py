@@ -15,16 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from eval_mirror import fruit_model
 
 from lwap.cli import main
-
-
-@pytest.fixture(scope="module")
-def fruit_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("fruit") / "model"
-    fruit_model().save(str(folder))
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import SENTENCES
-from eval_mirror import fruit_model, write_beir
+from eval_mirror import write_beir
 
 from lwap import build_model
 from lwap.checks.locking import LockOwner, _create, claim, command_line
@@ -67,13 +67,6 @@ def train_config(tmp_path: Path, tiny_bert: Path, out: Path, steps: int = 2) -> 
     path = tmp_path / f"{out.name}.yaml"
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="module")
-def fruit_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("fruit") / "model"
-    fruit_model().save(str(folder))
-    return folder
 
 
 @pytest.fixture(scope="module")
