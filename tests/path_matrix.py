@@ -83,13 +83,7 @@ TARGETS = (
         "truncate OUTPUT", "truncate", "argument", "output", OUTPUT_FOLDER, "small", "a new or empty folder"
     ),
     Target(
-        "eval MODEL",
-        "eval",
-        "argument",
-        "model",
-        INPUT_FOLDER,
-        "model",
-        "a saved model folder",
+        "eval MODEL", "eval", "argument", "model", INPUT_FOLDER, "model", "a saved model folder",
         inner="modules.json",
         weights="1_LayerwiseAttentionPooling/model.safetensors",  # the pooling head's, this time
         model=".",

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from compare.intervals import interval_text, paired_interval, phrase
+from lwap.compare.intervals import interval_text, paired_interval, phrase
 
 MARGIN = 0.5  # points of Spearman × 100, as issue 66's Avg. (all) margin
 LEVEL = 0.95
