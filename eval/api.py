@@ -204,7 +204,10 @@ def evaluate_model(
             SEARCH_TASKS[name]() if folder is None else load_beir(folder, name=name)
             for name, folder in search_specs
         ]
-        pairs_tasks = [load_scored_pairs(path, pairs_columns, name=name) for name, path in pairs_specs]
+        pairs_tasks = [
+            load_scored_pairs(path, pairs_columns, name=name, columns_option="--pairs-columns")
+            for name, path in pairs_specs
+        ]
         if isinstance(model, SentenceTransformer):
             label = model_name or "in-memory model"
         else:

@@ -32,10 +32,14 @@ def is_pairs_file(path: Path) -> bool:
 
 
 def load_scored_pairs(
-    path: str | Path, columns: Sequence[str] = DEFAULT_COLUMNS, name: str | None = None
+    path: str | Path,
+    columns: Sequence[str] = DEFAULT_COLUMNS,
+    name: str | None = None,
+    columns_option: str = "eval.dev_columns",
 ) -> StsTask:
     """The pairs of `path` as a one-subset STS task named `name` (default: the file's name without its
-    suffixes); DataError naming the file and line of anything missing or malformed."""
+    suffixes); DataError naming the file and line of anything missing or malformed, and for a missing
+    column the option that names them (`columns_option`: the config key, or `lwap eval`'s flag)."""
     path = Path(path)
     if not is_pairs_file(path):
         raise DataError(
@@ -43,7 +47,7 @@ def load_scored_pairs(
             f"expected a name ending in {', '.join(PAIRS_SUFFIXES)}"
         )
     check_file(path)
-    pairs = _read_rows(path, tuple(columns))
+    pairs = _read_rows(path, tuple(columns), columns_option)
     return StsTask(name or pairs_name(path), {"pairs": pairs}, "file", [str(path)])
 
 
@@ -54,7 +58,7 @@ def pairs_name(path: Path) -> str:
     return path.name[: len(path.name) - len(suffix)] or path.name
 
 
-def _read_rows(path: Path, columns: tuple[str, ...]) -> StsPairs:
+def _read_rows(path: Path, columns: tuple[str, ...], columns_option: str) -> StsPairs:
     tsv = ".tsv" in path.name.lower()
     kind = "TSV" if tsv else "CSV"
     lines = (line.removeprefix("\ufeff") if n == 1 else line for n, line in decoded_lines(path))
@@ -63,7 +67,7 @@ def _read_rows(path: Path, columns: tuple[str, ...]) -> StsPairs:
     s2: list[str] = []
     scores: list[float] = []
     try:
-        header = header_indices(reader, path, kind, columns, lambda _: " (name yours with eval.dev_columns)")
+        header = header_indices(reader, path, kind, columns, lambda _: f" (name yours with {columns_option})")
         first, second, score_at = (header.index(c) for c in columns)
         for row in reader:
             where = f"{path}:{reader.line_num}"
