@@ -17,7 +17,7 @@ from pathlib import Path
 import lwap
 from lwap.train import train
 from lwap.train.config import config_from_dict
-from lwap.train.mining import MiningOptions, mine_file
+from lwap.train.mining import MiningOptions, mine_file, read_inputs
 
 PAIRS = [  # (question, its answer)
     ("How do I reset my password?", "Click 'Forgot password' on the sign-in page and follow the email."),
@@ -61,8 +61,9 @@ for name, lines in (("corpus.jsonl", documents), ("queries.jsonl", questions),
 
 # candidates are the corpus' texts; an anchor's own answer, and anything scoring within 5% of it (likely
 # a right answer nobody labelled), is never its negative
-mined = mine_file(str(out / "pairs.csv"), lwap.load_model(args.backbone), out / "mined.csv",
-                  MiningOptions(num_negatives=1, relative_margin=0.05), corpus_path=str(out / "corpus.txt"))
+inputs = read_inputs(str(out / "pairs.csv"), corpus_path=str(out / "corpus.txt"))  # read and checked first
+mined = mine_file(str(out / "pairs.csv"), inputs, lwap.load_model(args.backbone), out / "mined.csv",
+                  MiningOptions(num_negatives=1, relative_margin=0.05))
 print(f"mined {mined.rows} triplets, the first two:")
 print("\n".join((out / "mined.csv").read_text(encoding="utf-8").splitlines()[:3]))
 
