@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, CosineSimilarityLoss
+from test_train_formats import refused_line
 
-from lwap.cli import main
 from lwap.errors import ConfigError, DataError
 from lwap.train.config import DataConfig, config_from_dict
 from lwap.train.data import load_train_dataset
@@ -162,12 +162,7 @@ def test_parquet_scores_are_checked_by_row(tmp_path: Path) -> None:
 
 def train_error(tmp_path: Path, tiny_bert: Path, capsys, train: Path, **sections: dict) -> str:
     config = write_config(tmp_path, raw_config(tmp_path, tiny_bert, train, **sections))
-    capsys.readouterr()
-    assert main(["train", str(config)]) == 2
-    err = capsys.readouterr().err.splitlines()  # a library's progress bar is a line too (issue 67)
-    assert len(err) == 1 and err[0].startswith("lwap train: error: "), err
-    assert not (tmp_path / "run").exists(), "a refused input must not start a run folder"
-    return err[0]
+    return refused_line(tmp_path, capsys, config)  # exit 2, one line, no run folder
 
 
 def test_bad_scores_are_refused_naming_file_and_line(tmp_path: Path, tiny_bert: Path, capsys) -> None:

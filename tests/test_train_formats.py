@@ -206,6 +206,11 @@ def train_error(tmp_path: Path, tiny_bert: Path, capsys, data: dict, objective: 
     }
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return refused_line(tmp_path, capsys, config)
+
+
+def refused_line(tmp_path: Path, capsys, config: Path) -> str:
+    """`lwap train config` refused: exit 2, one stderr line, no run folder (tmp_path / "run"); the line."""
     capsys.readouterr()
     assert main(["train", str(config)]) == 2
     err = capsys.readouterr().err.splitlines()  # a library's progress bar is a line too (issue 67)
