@@ -294,6 +294,7 @@ NOT_PATHS: dict[str, str] = {
     "data.hub_split": "a split name",
     "data.scored_columns": "column names",
     "data.score_range": "numbers",
+    "data.column_names": "column names",
     "objective.name": "a choice",
     "objective.temperature": "a number",
     "objective.hard_negative_weight": "a number",

@@ -164,6 +164,15 @@ def _check_columns(c: TrainConfig, source: str) -> None:
             f"{source}: data.hard_negative_columns must list at least one column, or be null (pairs only: "
             "both hard-negative keys null)"
         )
+    if d.column_names is not None and (
+        not d.column_names or not all(name.strip() for name in d.column_names)
+    ):
+        raise ConfigError(
+            f"{source}: data.column_names must list the file's columns in order (names, none empty), or be "
+            f"null (the file has a header row), got {d.column_names!r}"
+        )
+    if d.column_names is not None and len(set(d.column_names)) != len(d.column_names):
+        raise ConfigError(f"{source}: data.column_names names a column twice: {d.column_names!r}")
     if c.objective.name == "scored_pairs":  # data.scored_columns: _check_scored_pairs
         return
     named = {"data.text_column": d.text_column}

@@ -127,6 +127,11 @@ class DataConfig:
         "scored_pairs: [low, high] of the scores (e.g. [0, 5]), each mapped to [0, 1]; a score outside is "
         "refused; null = the data's own min and max",
     )
+    column_names: list[str] | None = key(
+        None,
+        "a CSV/TSV file without a header row: its columns' names, in order (the first line is then data, "
+        "e.g. [sentence1, sentence2, score]); null = the file's header row names them",
+    )
     hub_config: str | None = key(None, "hub dataset: configuration name")
     hub_data_files: str | None = key(
         None, "hub dataset: a file inside the repository, e.g. nli_for_simcse.csv"

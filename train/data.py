@@ -96,14 +96,18 @@ def _loaded(data: DataConfig, objective: str) -> tuple[Any, str]:
     """The dataset of `data.train` with the loss's columns, and how errors name its source."""
     columns, names = _wanted_columns(data, objective)
     if not _is_local(data.train):
+        _no_column_names(data, f"hub dataset {data.train!r}")
         return _hub_dataset(data, columns, names), f"hub dataset {data.train!r}"
     path = training_file(data.train, data.max_examples)  # the mirror, lwap's sample or the hub
     if path.is_dir():
+        _no_column_names(data, f"{path} (a save_to_disk folder)")
         return _saved_dataset(path, data, columns, names), str(path)
     check_file(path, key="data.train")
     fmt = file_format(path)
     if fmt is None:
         raise DataError(f"{path}: unknown kind of data file (data.train); expected {_known_suffixes()}")
+    if fmt not in DELIMITERS:
+        _no_column_names(data, f"{path} ({fmt})")
     if fmt == "text" and objective != "unsup_simcse":
         raise DataError(
             f"{path}: {objective} reads a table with columns ({', '.join(columns)}): CSV/TSV, JSON lines, "
@@ -112,6 +116,15 @@ def _loaded(data: DataConfig, objective: str) -> tuple[Any, str]:
     if fmt == "parquet":
         return _parquet_dataset(path, data, columns, names), str(path)
     return _streamed_dataset(path, fmt, data, columns, names), str(path)
+
+
+def _no_column_names(data: DataConfig, source: str) -> None:
+    """data.column_names names a headerless CSV/TSV's columns; every other source names its own."""
+    if data.column_names is not None:
+        raise DataError(
+            f"data.column_names is for a CSV/TSV file without a header row; {source} names its own "
+            "columns: set data.column_names: null"
+        )
 
 
 def _wanted_columns(data: DataConfig, objective: str) -> tuple[list[str], list[str]]:
@@ -167,6 +180,7 @@ def _streamed_dataset(path: Path, fmt: str, data: DataConfig, columns: list[str]
         "columns": tuple(columns),
         "names": tuple(names),
         "score_range": _bounds(data) if SCORE in names else None,
+        "header": None if data.column_names is None else tuple(data.column_names),
     }
     features = datasets.Features(
         {name: datasets.Value("float64" if name == SCORE else "string") for name in names}
@@ -189,15 +203,17 @@ def _rows(
     columns: tuple[str, ...],
     names: tuple[str, ...],
     score_range: tuple[float, float] | None = None,
+    header: tuple[str, ...] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The examples of a line-based file (`from_generator` calls this; `stamp` only keys the cache; the
-    score range is checked on each line, so it keys the cache too)."""
+    score range is checked on each line, so it keys the cache too; `header`: a headerless table's column
+    names, data.column_names)."""
     source = Path(path)
     score = ScoreColumn(columns[names.index(SCORE)], score_range) if SCORE in names else None
     if fmt == "text":
         rows = data_rows.text_rows(source)
     elif fmt in DELIMITERS:
-        rows = data_rows.table_rows(source, DELIMITERS[fmt], columns, names, score)
+        rows = data_rows.table_rows(source, DELIMITERS[fmt], columns, names, score, header)
     elif fmt == "json" and data_rows.starts_an_array(source):
         rows = data_rows.json_array_rows(source, columns, names, score)
     else:

@@ -38,6 +38,7 @@ from lwap.errors import DataError
 from lwap.train.scored_data import SCORE, ScoreColumn
 
 EMPTY_TEXT = " "  # what an empty text becomes: SimCSE's train.py replaces None by " " (lwap.train.data)
+NO_HEADER = " (a file whose first line is data, not a header: name its columns with data.column_names)"
 MAX_JSON_DEPTH = 64  # an example is an object of texts (depth 1); deeper nesting is refused, not recursed
 JSON_CHUNK = 1 << 20  # a JSON array is read this many bytes at a time
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -78,20 +79,26 @@ def table_rows(
     columns: tuple[str, ...],
     names: tuple[str, ...],
     score: ScoreColumn | None = None,
+    column_names: tuple[str, ...] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """CSV (quoted as Excel/pandas write it) or TSV (no quoting) with a header row; columns by name; with
-    `score`, the column named `score` is a number (scored pairs)."""
+    """CSV (quoted as Excel/pandas write it) or TSV (no quoting) with a header row, or without one when
+    `column_names` (data.column_names) names the columns; columns by name; with `score`, the column named
+    `score` is a number (scored pairs)."""
     kind = "CSV" if delimiter == "," else "TSV"
     reader = table_reader((line for _, line in numbered_lines(path)), tsv=delimiter != ",")
     try:
         hint = partial(pairs_hint, columns=columns, names=names)
-        header = header_indices(reader, path, kind, columns, hint)
+        if column_names is None:
+            header = header_indices(reader, path, kind, columns, lambda missing: hint(missing) + NO_HEADER)
+        else:
+            header = named_header(path, list(column_names), columns, hint)
+        named_by = "the header" if column_names is None else "data.column_names"
         indices = [header.index(c) for c in columns]
         for row in reader:
             if not row:
                 continue  # blank line
             where = f"{path}:{reader.line_num}"
-            check_width(row, header, kind, where)
+            check_width(row, header, kind, where, named_by)
             example = {
                 n: row[i] if row[i].strip() else EMPTY_TEXT for n, i in zip(names, indices, strict=True)
             }
@@ -100,6 +107,17 @@ def table_rows(
             yield example
     except csv.Error as error:
         raise DataError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None
+
+
+def named_header(path: Path, header: list[str], columns: tuple[str, ...], hint: Any) -> list[str]:
+    """data.column_names as the header of a file without one, refused when it lacks a wanted column."""
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; data.column_names has "
+            f"{', '.join(repr(h) for h in header)}{hint(missing)}"
+        )
+    return header
 
 
 def pairs_hint(missing: list[str], columns: tuple[str, ...], names: tuple[str, ...]) -> str:

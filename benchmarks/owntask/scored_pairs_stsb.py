@@ -109,6 +109,7 @@ def lwap_train(layout: Layout, row: str, seed: int) -> list[str]:
     sets = [f"output.dir={layout.model(row, seed)}", "output.overwrite=true", f"training.seed={seed}"]
     sets += [f"training.epochs={EPOCHS}"]
     sets += ["eval.dev=null", "training.progress_bar=false", "training.report_to=none"]
+    sets += ["data.column_names=null"]  # the headed copies `prepare` made (the cells ran before the key)
     if row == "thresholded":
         sets += [
             f"data.train={layout.positives_file()}",

@@ -36,10 +36,13 @@ def header_indices(
     return header
 
 
-def check_width(row: list[str], header: list[str], kind: str, where: str) -> None:
-    """A row with as many fields as the header, or one line naming the file and line."""
+def check_width(
+    row: list[str], header: list[str], kind: str, where: str, named_by: str = "the header"
+) -> None:
+    """A row with as many fields as the header (or the names given for a file without one), or one line
+    naming the file and line."""
     if len(row) != len(header):
         raise DataError(
-            f"{where}: expected {len(header)} {kind} fields as in the header, found {len(row)}"
+            f"{where}: expected {len(header)} {kind} fields as in {named_by}, found {len(row)}"
             + (" (wrong delimiter?)" if len(row) == 1 else "")
         )
