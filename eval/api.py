@@ -162,6 +162,7 @@ def evaluate_model(
     trust_remote_code: bool = False,
     model_name: str | None = None,
     pairs_columns: Sequence[str] = DEFAULT_COLUMNS,
+    pairs_column_names: Sequence[str] | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     pair_scores: bool = False,
@@ -174,7 +175,8 @@ def evaluate_model(
     Scores are × 100. STS: cosine Spearman on the test sets; `aggregation` picks which of `all`/`wmean`
     is each SemEval set's `score` (both are always reported with lwap's own scorer). Search: nDCG@10 is
     the `score`. A scored pairs file (a path among `tasks`, its columns `pairs_columns`) is scored as an
-    STS set: cosine Spearman × 100, lwap's own scorer (with `use_mteb` too). With `output_dir`, also
+    STS set: cosine Spearman × 100, lwap's own scorer (with `use_mteb` too); `pairs_column_names` names a
+    pairs file's columns when it has no header row. With `output_dir`, also
     writes results.json, results.md and, for an LWAP model, the layer-attention PNG
     (`lwap.eval.report.write_outputs`) into a folder that is new, empty or lwap's
     (lwap.checks.output_claim; `overwrite` adopts a user's non-empty folder, keeping its entries); with
@@ -188,6 +190,9 @@ def evaluate_model(
     say = log or (lambda message: None)
     caution = warn or (lambda message: warnings.warn(message, UserWarning, stacklevel=3))
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
+    names = pairs_column_names
+    if names is not None and (not all(n.strip() for n in names) or len(set(names)) != len(names)):
+        raise ConfigError(f"--pairs-column-names must name each column once, none empty: {list(names)}")
     if pair_scores and (output_dir is None or use_mteb):
         raise ConfigError("pair scores are written by lwap's own scorer into the output folder: give an "
                           "output folder (--output DIR) and leave out --mteb")
@@ -205,7 +210,14 @@ def evaluate_model(
             for name, folder in search_specs
         ]
         pairs_tasks = [
-            load_scored_pairs(path, pairs_columns, name=name, columns_option="--pairs-columns")
+            load_scored_pairs(
+                path,
+                pairs_columns,
+                name=name,
+                columns_option="--pairs-columns",
+                column_names=pairs_column_names,
+                names_option="--pairs-column-names",
+            )
             for name, path in pairs_specs
         ]
         if isinstance(model, SentenceTransformer):

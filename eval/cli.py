@@ -36,6 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the columns of a scored pairs file given in --tasks (default: sentence1 sentence2 score)",
     )
     parser.add_argument(
+        "--pairs-column-names",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="scored pairs files in --tasks without a header row: their columns' names, in order (the first "
+        "line is then data); --pairs-columns picks three of them",
+    )
+    parser.add_argument(
         "--aggregation",
         choices=("all", "wmean"),
         default="all",
@@ -129,6 +137,7 @@ def _evaluate(args: argparse.Namespace, log: Callable[[str], None], warn: Callab
         device=args.device,
         trust_remote_code=args.trust_remote_code,
         pairs_columns=args.pairs_columns,
+        pairs_column_names=args.pairs_column_names,
         output_dir=args.output,
         overwrite=args.overwrite,
         pair_scores=args.pair_scores,

@@ -1,9 +1,10 @@
 """A user's own scored pairs file: two texts and a similarity score a row, scored by cosine Spearman.
 
 What a user who has judged pairs of their own brings as a dev set (`eval.dev`) or as an `lwap eval --tasks`
-path: a CSV (`.csv`, quoted as Excel/pandas write it) or TSV (`.tsv`, no quoting) with a header row,
-gzipped or not, with the columns named by `eval.dev_columns` (`sentence1, sentence2, score` by default;
-extra columns are ignored). Scores may be on any scale (Spearman is rank-based); every row needs one.
+path: a CSV (`.csv`, quoted as Excel/pandas write it) or TSV (`.tsv`, no quoting) with a header row (or
+without one, its columns named by `eval.dev_column_names` / `--pairs-column-names`), gzipped or not, with
+the columns named by `eval.dev_columns` (`sentence1, sentence2, score` by default; extra columns are
+ignored). Scores may be on any scale (Spearman is rank-based); every row needs one.
 
 Not `datasets`' CSV builder: it reads in blocks and its errors name neither the file nor the line (the
 training readers in lwap.train.data say the same); the rows go through `lwap.checks.files.decoded_lines`, the
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lwap.checks.files import check_file, decoded_lines
-from lwap.checks.table_files import check_width, header_indices, table_reader
+from lwap.checks.table_files import check_width, header_indices, named_header, table_reader
 from lwap.errors import DataError
 from lwap.eval.sts_data import StsPairs, StsTask
 
@@ -36,10 +37,13 @@ def load_scored_pairs(
     columns: Sequence[str] = DEFAULT_COLUMNS,
     name: str | None = None,
     columns_option: str = "eval.dev_columns",
+    column_names: Sequence[str] | None = None,
+    names_option: str = "eval.dev_column_names",
 ) -> StsTask:
     """The pairs of `path` as a one-subset STS task named `name` (default: the file's name without its
     suffixes); DataError naming the file and line of anything missing or malformed, and for a missing
-    column the option that names them (`columns_option`: the config key, or `lwap eval`'s flag)."""
+    column the option that names them (`columns_option`: the config key, or `lwap eval`'s flag).
+    `column_names`: a file without a header row, its columns' names in order (`names_option` says them)."""
     path = Path(path)
     if not is_pairs_file(path):
         raise DataError(
@@ -47,7 +51,7 @@ def load_scored_pairs(
             f"expected a name ending in {', '.join(PAIRS_SUFFIXES)}"
         )
     check_file(path)
-    pairs = _read_rows(path, tuple(columns), columns_option)
+    pairs = _read_rows(path, tuple(columns), (columns_option, names_option), column_names)
     return StsTask(name or pairs_name(path), {"pairs": pairs}, "file", [str(path)])
 
 
@@ -58,7 +62,11 @@ def pairs_name(path: Path) -> str:
     return path.name[: len(path.name) - len(suffix)] or path.name
 
 
-def _read_rows(path: Path, columns: tuple[str, ...], columns_option: str) -> StsPairs:
+def _read_rows(
+    path: Path, columns: tuple[str, ...], options: tuple[str, str], column_names: Sequence[str] | None
+) -> StsPairs:
+    """The rows; `options`: the option naming the three columns, and the one naming a headerless file's."""
+    columns_option, names_option = options
     tsv = ".tsv" in path.name.lower()
     kind = "TSV" if tsv else "CSV"
     lines = (line.removeprefix("\ufeff") if n == 1 else line for n, line in decoded_lines(path))
@@ -67,13 +75,20 @@ def _read_rows(path: Path, columns: tuple[str, ...], columns_option: str) -> Sts
     s2: list[str] = []
     scores: list[float] = []
     try:
-        header = header_indices(reader, path, kind, columns, lambda _: f" (name yours with {columns_option})")
+        if column_names is None:
+            no_header = f"a file whose first line is data, not a header: name its columns with {names_option}"
+            hint = f" (name yours with {columns_option}; {no_header})"
+            header, named_by = header_indices(reader, path, kind, columns, lambda _: hint), "the header"
+        else:
+            hint = f" (name yours with {columns_option})"
+            header = named_header(path, list(column_names), names_option, columns, lambda _: hint)
+            named_by = names_option
         first, second, score_at = (header.index(c) for c in columns)
         for row in reader:
             where = f"{path}:{reader.line_num}"
             if not row:
                 continue
-            check_width(row, header, kind, where)
+            check_width(row, header, kind, where, named_by)
             text = row[score_at].strip()
             try:
                 score = float(text)

@@ -241,4 +241,5 @@ def test_a_scored_pairs_file_is_a_task(tmp_path, capsys) -> None:
     assert main(argv[:-4]) == 2  # the default columns (sentence1, sentence2, score) are not in this file
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing column(s) 'sentence1', 'sentence2', 'score'" in err[0], err
-    assert "(name yours with --pairs-columns)" in err[0], err  # the flag, not training's eval.dev_columns
+    assert "(name yours with --pairs-columns; " in err[0], err  # the flag, not training's eval.dev_columns
+    assert err[0].endswith("name its columns with --pairs-column-names)"), err

@@ -86,3 +86,48 @@ def test_column_names_are_checked_with_the_config(names: list[str], says: str) -
     }
     with pytest.raises(ConfigError, match=rf"data\.column_names .*{says}"):
         config_from_dict(raw, "c.yaml")
+
+
+# --- the same for a dev set and for lwap eval ------------------------------------------------------------
+
+
+def test_a_headerless_dev_file_is_read_with_eval_dev_column_names(tmp_path: Path) -> None:
+    from lwap.train.config_schema import EvalConfig
+    from lwap.train.dev_sets import load_dev_set
+
+    dev = tmp_path / "stsb-en-dev.csv"
+    dev.write_text(SCORED, encoding="utf-8")
+    pairs = load_dev_set(EvalConfig(dev=str(dev), dev_column_names=NAMES)).data.subsets["pairs"]
+    assert pairs.sentences1 == ["A plane is taking off.", "A man, a flute."] and pairs.scores == [5.0, 3.8]
+    with pytest.raises(DataError, match=r"name its columns with eval\.dev_column_names\)$"):
+        load_dev_set(EvalConfig(dev=str(dev)))
+    with pytest.raises(ConfigError, match=r"dev_column_names is for a scored pairs dev file .* STS-B dev"):
+        load_dev_set(EvalConfig(dev="stsb", dev_column_names=NAMES))
+
+
+def test_lwap_eval_reads_a_headerless_pairs_file_by_its_named_columns(tmp_path: Path, capsys) -> None:
+    from eval_mirror import fruit_model
+
+    from lwap.cli import main
+
+    pairs = tmp_path / "judged.tsv"  # an id column first, as SentEval's STS-B copies have genre, file, ...
+    rows = [("apple", "apple", 3), ("apple", "apple apple banana", 2), ("apple", "apple banana", 0)]
+    rows.append(("apple", "banana", 1))
+    pairs.write_text("".join(f"{i}\t{a}\t{b}\t{s}\n" for i, (a, b, s) in enumerate(rows)), encoding="utf-8")
+    fruit = tmp_path / "fruit"
+    fruit_model().save(str(fruit))
+    argv = ["eval", str(fruit), "--tasks", str(pairs), "--no-progress"]
+    named = ["--pairs-column-names", "id", "sentence1", "sentence2", "score"]
+    assert main([*argv, *named]) == 0
+    assert "judged (pairs)" in capsys.readouterr().out  # scored as test_eval_cli's headed copy: 80.0
+    for extra, says in [
+        ([], "name its columns with --pairs-column-names)"),
+        (["--pairs-column-names", "id", "a", "b", "score"], "missing column(s) 'sentence1', 'sentence2'; "
+         "--pairs-column-names has 'id', 'a', 'b', 'score' (name yours with --pairs-columns)"),
+        (["--pairs-column-names", *NAMES], "judged.tsv:1: expected 3 TSV fields as in --pairs-column-names, "
+         "found 4"),
+        (["--pairs-column-names", "a", "a"], "--pairs-column-names must name each column once"),
+    ]:  # fmt: skip
+        assert main([*argv, *extra]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and says in err[0], err

@@ -122,6 +122,7 @@ def check_values(c: TrainConfig, source: str) -> None:
         "three column names: sentence 1, sentence 2, score",
         e.dev_columns,
     )
+    _check_column_names(e.dev_column_names, "eval.dev_column_names", source)
     if e.max_seq_length is not None:
         need(e.max_seq_length >= 2, "eval.max_seq_length", "at least 2 or null", e.max_seq_length)
     if e.keep_best:
@@ -164,15 +165,7 @@ def _check_columns(c: TrainConfig, source: str) -> None:
             f"{source}: data.hard_negative_columns must list at least one column, or be null (pairs only: "
             "both hard-negative keys null)"
         )
-    if d.column_names is not None and (
-        not d.column_names or not all(name.strip() for name in d.column_names)
-    ):
-        raise ConfigError(
-            f"{source}: data.column_names must list the file's columns in order (names, none empty), or be "
-            f"null (the file has a header row), got {d.column_names!r}"
-        )
-    if d.column_names is not None and len(set(d.column_names)) != len(d.column_names):
-        raise ConfigError(f"{source}: data.column_names names a column twice: {d.column_names!r}")
+    _check_column_names(d.column_names, "data.column_names", source)
     if c.objective.name == "scored_pairs":  # data.scored_columns: _check_scored_pairs
         return
     named = {"data.text_column": d.text_column}
@@ -191,6 +184,19 @@ def _check_columns(c: TrainConfig, source: str) -> None:
                 f"{source}: {seen[column]} and {key} both name column {column!r}; each column is read once"
             )
         seen[column] = key
+
+
+def _check_column_names(names: list[str] | None, key: str, source: str) -> None:
+    """A headerless table's column names: null, or names (none empty, none twice) in the file's order."""
+    if names is None:
+        return
+    if not names or not all(name.strip() for name in names):
+        raise ConfigError(
+            f"{source}: {key} must list the file's columns in order (names, none empty), or be null (the "
+            f"file has a header row), got {names!r}"
+        )
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: {key} names a column twice: {names!r}")
 
 
 def _check_scored_pairs(c: TrainConfig, source: str) -> None:

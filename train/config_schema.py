@@ -259,6 +259,11 @@ class EvalConfig:
     dev_columns: list[str] = key(
         list(DEV_COLUMNS), "a scored pairs dev file's columns: two texts and a score"
     )
+    dev_column_names: list[str] | None = key(
+        None,
+        "a scored pairs dev file without a header row: its columns' names, in order (the first line is then "
+        "data); null = the file's header row names them",
+    )
     max_seq_length: int | None = key(
         None, "tokens the dev set is encoded at; null = the length the saved model reads"
     )

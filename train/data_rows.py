@@ -33,7 +33,7 @@ from typing import Any
 
 from lwap.checks.files import decoded_lines, open_regular
 from lwap.checks.limits import LINE
-from lwap.checks.table_files import check_width, header_indices, table_reader
+from lwap.checks.table_files import check_width, header_indices, named_header, table_reader
 from lwap.errors import DataError
 from lwap.train.scored_data import SCORE, ScoreColumn
 
@@ -91,7 +91,7 @@ def table_rows(
         if column_names is None:
             header = header_indices(reader, path, kind, columns, lambda missing: hint(missing) + NO_HEADER)
         else:
-            header = named_header(path, list(column_names), columns, hint)
+            header = named_header(path, list(column_names), "data.column_names", columns, hint)
         named_by = "the header" if column_names is None else "data.column_names"
         indices = [header.index(c) for c in columns]
         for row in reader:
@@ -107,17 +107,6 @@ def table_rows(
             yield example
     except csv.Error as error:
         raise DataError(f"{path}:{reader.line_num}: malformed {kind} ({error})") from None
-
-
-def named_header(path: Path, header: list[str], columns: tuple[str, ...], hint: Any) -> list[str]:
-    """data.column_names as the header of a file without one, refused when it lacks a wanted column."""
-    missing = [c for c in columns if c not in header]
-    if missing:
-        raise DataError(
-            f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; data.column_names has "
-            f"{', '.join(repr(h) for h in header)}{hint(missing)}"
-        )
-    return header
 
 
 def pairs_hint(missing: list[str], columns: tuple[str, ...], names: tuple[str, ...]) -> str:

@@ -120,6 +120,12 @@ def load_dev_set(e: EvalConfig) -> DevSet | None:
     if kind is None or e.dev is None:
         return None
     metric = dev_metric(e, kind)
+    if e.dev_column_names is not None and kind != "pairs":
+        what = "STS-B dev" if kind == "stsb" else "a BEIR folder"
+        raise ConfigError(
+            f"eval.dev_column_names is for a scored pairs dev file without a header row; eval.dev "
+            f"({e.dev}) is {what}: set eval.dev_column_names: null"
+        )
     if kind == "stsb":
         return DevSet("stsb", "stsb", metric)
     path = expand_path(e.dev)
@@ -142,7 +148,8 @@ def load_dev_set(e: EvalConfig) -> DevSet | None:
     from lwap.eval.pairs_data import load_scored_pairs
 
     check_file(path, key="eval.dev")
-    return DevSet("pairs", e.dev, metric, load_scored_pairs(path, e.dev_columns, name=DEV_NAME))
+    pairs = load_scored_pairs(path, e.dev_columns, name=DEV_NAME, column_names=e.dev_column_names)
+    return DevSet("pairs", e.dev, metric, pairs)
 
 
 def dev_evaluator(dev: DevSet, e: EvalConfig, max_seq_length: int) -> Any:

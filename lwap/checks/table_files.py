@@ -36,6 +36,20 @@ def header_indices(
     return header
 
 
+def named_header(
+    path: Path, names: list[str], option: str, columns: tuple[str, ...], hint: Callable[[list[str]], str]
+) -> list[str]:
+    """The names `option` gave a file without a header row, as its header; refused in one line when one
+    of `columns` is not among them (`hint(missing)` ends the line, as for `header_indices`)."""
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; {option} has "
+            f"{', '.join(repr(n) for n in names)}{hint(missing)}"
+        )
+    return names
+
+
 def check_width(
     row: list[str], header: list[str], kind: str, where: str, named_by: str = "the header"
 ) -> None:
