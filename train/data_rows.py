@@ -90,9 +90,10 @@ def table_rows(
         hint = partial(pairs_hint, columns=columns, names=names)
         if column_names is None:
             header = header_indices(reader, path, kind, columns, lambda missing: hint(missing) + NO_HEADER)
+            named_by = "the header"
         else:
-            header = named_header(path, list(column_names), "data.column_names", columns, hint)
-        named_by = "the header" if column_names is None else "data.column_names"
+            named_by = "data.column_names"
+            header = named_header(path, list(column_names), named_by, columns, hint)
         indices = [header.index(c) for c in columns]
         for row in reader:
             if not row:

@@ -26,21 +26,14 @@ def header_indices(
     header = next(reader, None)
     if header is None or not any(h.strip() for h in header):
         raise DataError(f"{path}: no header row (expected {kind} columns {', '.join(columns)})")
-    header = [h.strip() for h in header]
-    missing = [c for c in columns if c not in header]
-    if missing:
-        raise DataError(
-            f"{path}: missing column(s) {', '.join(repr(m) for m in missing)}; the header has "
-            f"{', '.join(repr(h) for h in header)}{hint(missing)}"
-        )
-    return header
+    return named_header(path, [h.strip() for h in header], "the header", columns, hint)
 
 
 def named_header(
     path: Path, names: list[str], option: str, columns: tuple[str, ...], hint: Callable[[list[str]], str]
 ) -> list[str]:
-    """The names `option` gave a file without a header row, as its header; refused in one line when one
-    of `columns` is not among them (`hint(missing)` ends the line, as for `header_indices`)."""
+    """`names` as a file's header (the header row's, or those `option` gave a file without one); refused in
+    one line when one of `columns` is not among them, `hint(missing)` ending the line."""
     missing = [c for c in columns if c not in names]
     if missing:
         raise DataError(
