@@ -19,6 +19,7 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 
 from lwap.checks.output_claim import FolderClaim, check_folder, entries, mark_folder
+from lwap.checks.table_files import column_names_problem
 from lwap.encoding import PRECISIONS
 from lwap.errors import ConfigError
 from lwap.eval.beir_data import BeirDataset, load_beir, load_scifact
@@ -190,9 +191,9 @@ def evaluate_model(
     say = log or (lambda message: None)
     caution = warn or (lambda message: warnings.warn(message, UserWarning, stacklevel=3))
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
-    names = pairs_column_names
-    if names is not None and (not all(n.strip() for n in names) or len(set(names)) != len(names)):
-        raise ConfigError(f"--pairs-column-names must name each column once, none empty: {list(names)}")
+    problem = None if pairs_column_names is None else column_names_problem(pairs_column_names)
+    if problem is not None:
+        raise ConfigError(f"--pairs-column-names {problem}, got {list(pairs_column_names)!r}")
     if pair_scores and (output_dir is None or use_mteb):
         raise ConfigError("pair scores are written by lwap's own scorer into the output folder: give an "
                           "output folder (--output DIR) and leave out --mteb")

@@ -126,7 +126,7 @@ def test_lwap_eval_reads_a_headerless_pairs_file_by_its_named_columns(tmp_path: 
          "--pairs-column-names has 'id', 'a', 'b', 'score' (name yours with --pairs-columns)"),
         (["--pairs-column-names", *NAMES], "judged.tsv:1: expected 3 TSV fields as in --pairs-column-names, "
          "found 4"),
-        (["--pairs-column-names", "a", "a"], "--pairs-column-names must name each column once"),
+        (["--pairs-column-names", "a", "a"], "--pairs-column-names names a column twice"),
     ]:  # fmt: skip
         assert main([*argv, *extra]) == 2
         err = capsys.readouterr().err.splitlines()

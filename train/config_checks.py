@@ -16,6 +16,7 @@ from typing import Any
 from lwap import registry
 from lwap.backbones import check_dropout
 from lwap.checks.files import name_too_long
+from lwap.checks.table_files import column_names_problem
 from lwap.errors import ConfigError, unknown_value
 from lwap.paths import expand_path
 from lwap.train.config_schema import SECTIONS, SEED_MAX, TrainConfig
@@ -188,15 +189,9 @@ def _check_columns(c: TrainConfig, source: str) -> None:
 
 def _check_column_names(names: list[str] | None, key: str, source: str) -> None:
     """A headerless table's column names: null, or names (none empty, none twice) in the file's order."""
-    if names is None:
-        return
-    if not names or not all(name.strip() for name in names):
-        raise ConfigError(
-            f"{source}: {key} must list the file's columns in order (names, none empty), or be null (the "
-            f"file has a header row), got {names!r}"
-        )
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{source}: {key} names a column twice: {names!r}")
+    problem = None if names is None else column_names_problem(names)
+    if problem is not None:
+        raise ConfigError(f"{source}: {key} {problem} (null: the file has a header row), got {names!r}")
 
 
 def _check_scored_pairs(c: TrainConfig, source: str) -> None:

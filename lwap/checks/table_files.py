@@ -43,6 +43,16 @@ def named_header(
     return names
 
 
+def column_names_problem(names: list[str] | tuple[str, ...]) -> str | None:
+    """What is wrong with the names given for a headerless file's columns (none, an empty one, one twice),
+    or None: the one rule behind data.column_names, eval.dev_column_names and --pairs-column-names."""
+    if not names or not all(name.strip() for name in names):
+        return "must list the file's columns in order (names, none empty)"
+    if len(set(names)) != len(names):
+        return "names a column twice"
+    return None
+
+
 def check_width(
     row: list[str], header: list[str], kind: str, where: str, named_by: str = "the header"
 ) -> None:
