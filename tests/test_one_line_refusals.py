@@ -6,7 +6,7 @@ false` silences every bar a run starts, `datasets`' and sentence-transformers' i
 Each case costs a process (the ones that import torch about 10 s here): the fast tier runs one of each kind
 (a config fault; a bad row that `datasets` reads for lwap train, after a backbone whose load report
 transformers logs, and for lwap mine; lwap eval's bad model folder, after its data is read; lwap encode's
-missing input), the `slow` tier the rest.
+missing input), the `slow` tier the rest. The selected cases' processes run a few at a time (`outcomes`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,9 @@ BAD_JSON = rf"row\.jsonl:{GOOD_ROWS + 1}: not valid JSON"
 
 @dataclass(frozen=True)
 class Case:
-    argv: tuple[str, ...]  # after `lwap`; {w} is the world folder
+    argv: tuple[
+        str, ...
+    ]  # after `lwap`; {w} is the world folder, {o} the case's own (for what it would write)
     says: str  # a regex the one line must match
 
 
@@ -44,7 +47,7 @@ def case(argv: str, says: str, slow: bool = False) -> object:
     return pytest.param(Case(tuple(argv.split()), says), marks=[pytest.mark.slow] if slow else [], id=argv)
 
 
-TRAIN = "train {w}/train.yaml --set output.dir={w}/run"
+TRAIN = "train {w}/train.yaml --set output.dir={o}/run"
 CASES = [
     # lwap train: the config, then the inputs the run reads before its output folder
     case("train {w}/none.yaml", r"none\.yaml: no such config file"),
@@ -66,16 +69,16 @@ CASES = [
     case(f"{TRAIN} --set eval.dev={{w}}/dev.csv", r"dev\.csv:3: score 'zz' .* is not a number", slow=True),
     case("train {w}/train.yaml --set output.dir={w}/foreign", r"was not made by lwap", slow=True),
     # lwap mine: options and paths, then the model, then the pairs through lwap train's readers
-    case("mine {w}/row.csv --model {w}/model --output {w}/out.csv", rf"row\.csv:{GOOD_ROWS + 2}: expected 2"),
-    case("mine {w}/none.csv --model {w}/model --output {w}/out.csv", r"none\.csv: no such file", slow=True),
+    case("mine {w}/row.csv --model {w}/model --output {o}/out.csv", rf"row\.csv:{GOOD_ROWS + 2}: expected 2"),
+    case("mine {w}/none.csv --model {w}/model --output {o}/out.csv", r"none\.csv: no such file", slow=True),
     case(
-        "mine {w}/columns.csv --model {w}/model --output {w}/out.csv",
+        "mine {w}/columns.csv --model {w}/model --output {o}/out.csv",
         r"columns\.csv: missing column\(s\) 'sent0'",
         slow=True,
     ),
-    case("mine {w}/pairs.csv --model {w}/broken --output {w}/out.csv", r"modules\.json: line 2", slow=True),
+    case("mine {w}/pairs.csv --model {w}/broken --output {o}/out.csv", r"modules\.json: line 2", slow=True),
     case(
-        "mine {w}/pairs.csv --model {w}/model --output {w}/out.csv --num-negatives 0",
+        "mine {w}/pairs.csv --model {w}/model --output {o}/out.csv --num-negatives 0",
         r"--num-negatives must be at least 1",
         slow=True,
     ),
@@ -83,7 +86,7 @@ CASES = [
         "mine {w}/pairs.csv --model {w}/model --output {w}/pairs.csv", r"pairs\.csv already exists", slow=True
     ),
     case(
-        "mine {w}/pairs.csv --model {w}/model --output {w}/out.csv --corpus {w}/row.csv "
+        "mine {w}/pairs.csv --model {w}/model --output {o}/out.csv --corpus {w}/row.csv "
         "--corpus-column sent0",
         rf"row\.csv:{GOOD_ROWS + 2}: expected 2",
         slow=True,
@@ -97,13 +100,13 @@ CASES = [
     case("eval {w}/model --tasks {w}/scored.csv --output {w}/foreign", r"was not made by lwap", slow=True),
     case("eval {w}/model --tasks {w}/scored.csv --batch-size 0", r"batch size must be at least 1", slow=True),
     # lwap encode: options and paths before the model
-    case("encode {w}/model --input {w}/none.txt --output {w}/out.npy", r"none\.txt: no such file"),
-    case("encode {w}/broken --input {w}/in.txt --output {w}/out.npy", r"modules\.json: line 2", slow=True),
-    case("encode {w}/none --input {w}/in.txt --output {w}/out.npy", r"does not exist", slow=True),
-    case("encode {w}/model --input {w}/empty --output {w}/out.npy", r"is a directory", slow=True),
+    case("encode {w}/model --input {w}/none.txt --output {o}/out.npy", r"none\.txt: no such file"),
+    case("encode {w}/broken --input {w}/in.txt --output {o}/out.npy", r"modules\.json: line 2", slow=True),
+    case("encode {w}/none --input {w}/in.txt --output {o}/out.npy", r"does not exist", slow=True),
+    case("encode {w}/model --input {w}/empty --output {o}/out.npy", r"is a directory", slow=True),
     case("encode {w}/model --input {w}/in.txt --output {w}/in.txt", r"in\.txt already exists", slow=True),
     case(
-        "encode {w}/model --input {w}/in.txt --output {w}/out.npy --batch-size 0",
+        "encode {w}/model --input {w}/in.txt --output {o}/out.npy --batch-size 0",
         r"--batch-size must be at least 1",
         slow=True,
     ),
@@ -181,17 +184,17 @@ def listing(folder: Path) -> dict[str, int]:
     return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("refusal", CASES)
-def test_a_refusal_is_one_line_on_stderr(refusal: Case, world: Path, tmp_path: Path) -> None:
-    argv = [part.replace("{w}", str(world)) for part in refusal.argv]
-    before = listing(world)
+def run_refusal(refusal: Case, world: Path, own: Path) -> subprocess.CompletedProcess[str]:
+    """`lwap` with the case's arguments, in a process of its own; what it would write and its `datasets` cache
+    go to `own`, so that cases run side by side meet no other's output folder or lock."""
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "OMP_NUM_THREADS": "1",
-        "HF_DATASETS_CACHE": str(tmp_path / "datasets"),  # read afresh: `datasets` builds the split
+        "HF_DATASETS_CACHE": str(own / "datasets"),  # read afresh: `datasets` builds the split
     }
-    done = subprocess.run(
+    argv = [part.replace("{w}", str(world)).replace("{o}", str(own)) for part in refusal.argv]
+    return subprocess.run(
         [sys.executable, "-m", "lwap", *argv],
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -199,13 +202,58 @@ def test_a_refusal_is_one_line_on_stderr(refusal: Case, world: Path, tmp_path: P
         env=env,
         timeout=TIMEOUT,
     )
-    command = argv[0]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    done: subprocess.CompletedProcess[str]
+    wrote: dict[str, int]  # the files it left in its own folder (its `datasets` cache aside)
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    cases: dict[Case, Outcome]
+    before: dict[str, int]  # the world's files before any case ran, and after all of them
+    after: dict[str, int]
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    request: pytest.FixtureRequest, world: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Outcomes:
+    """Every selected case's process, run a few at a time: each is still a process of its own, but one after
+    another their imports (about 6 s each) made the slow tier's cases cost 3 minutes of CI."""
+    selected = [
+        item.callspec.params["refusal"]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == "test_a_refusal_is_one_line_on_stderr"
+    ]
+    folders = tmp_path_factory.mktemp("cases")
+
+    def outcome(index: int, refusal: Case) -> Outcome:
+        own = folders / str(index)
+        own.mkdir()
+        done = run_refusal(refusal, world, own)
+        return Outcome(done, {k: v for k, v in listing(own).items() if not k.startswith("datasets")})
+
+    before = listing(world)
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool:
+        ran = pool.map(outcome, range(len(selected)), selected)
+        cases = dict(zip(selected, ran, strict=True))
+    return Outcomes(cases, before, listing(world))
+
+
+@pytest.mark.parametrize("refusal", CASES)
+def test_a_refusal_is_one_line_on_stderr(refusal: Case, outcomes: Outcomes) -> None:
+    done, wrote = outcomes.cases[refusal].done, outcomes.cases[refusal].wrote
+    command = refusal.argv[0]
     # the whole of stderr: one line ending in a newline (a bar's carriage returns would not match)
     assert done.returncode == 2 and re.fullmatch(rf"lwap {command}: error: [^\r\n]+\n", done.stderr), (
         f"exit {done.returncode}, stderr:\n{done.stderr!r}"
     )
     assert re.search(refusal.says, done.stderr), done.stderr
-    assert listing(world) == before  # nothing written, nothing changed
+    assert not wrote  # nothing written where it would write
+    assert outcomes.after == outcomes.before  # and no case wrote or changed anything in the world
 
 
 def test_no_progress_bar_means_none_from_any_library(
