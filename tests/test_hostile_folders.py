@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -294,8 +295,10 @@ def test_every_command_refuses_with_stdin_closed(craft: str, tiny_lwap: Path, tm
         **os.environ,
         "LWAP_DATA_DIR": os.environ.get("LWAP_DATA_DIR", str(REPO.parent / "shared" / "data")),
     }
-    for command, argv in _commands(folder, tmp_path).items():
-        done = subprocess.run(
+    commands = _commands(folder, tmp_path)
+
+    def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             [sys.executable, "-m", "lwap", *argv],
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -303,12 +306,16 @@ def test_every_command_refuses_with_stdin_closed(craft: str, tiny_lwap: Path, tm
             env=env,
             timeout=300,
         )
+
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool:  # each its own output
+        outcomes = dict(zip(commands, pool.map(run, commands.values()), strict=True))
+    for command, done in outcomes.items():
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert done.returncode == 2 and len(lines) == 1, f"{command}: exit {done.returncode}\n{done.stderr}"
         assert lines[0].startswith(f"lwap {command}: error: ") and re.search(SAYS[craft], lines[0]), lines[0]
         assert str(tmp_path) in lines[0], lines[0]
         assert "[y/N]" not in done.stdout + done.stderr
-        assert not list(tmp_path.rglob(MARKER)), f"{command}: the folder's code ran"
+    assert not list(tmp_path.rglob(MARKER)), "the folder's code ran in one of the commands"
 
 
 def test_lwap_error_is_the_base(tiny_lwap: Path, tmp_path: Path) -> None:
