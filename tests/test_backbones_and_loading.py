@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+import torch
 from conftest import SENTENCES
 from sentence_transformers import SentenceTransformer
 
@@ -65,6 +66,11 @@ def test_packaged_minilm_with_lwap_encodes(tmp_path) -> None:
     model.save(str(tmp_path / "lwap-minilm"))
     reloaded = SentenceTransformer(str(tmp_path / "lwap-minilm"), trust_remote_code=True)
     assert np.array_equal(reloaded.encode(SENTENCES), embeddings)
+    # README's snippet: the folder's own copy of the class, which find_lwap still finds
+    head = find_lwap(reloaded)
+    assert head is not None and type(head) is not type(find_lwap(model))
+    assert torch.equal(head.last_attention, attention)
+    assert find_lwap(build_model(DEFAULT_BACKBONE, "mean")) is None
 
 
 def test_packaged_minilm_with_mean_pooling_equals_the_untouched_model(minilm_path) -> None:
