@@ -48,6 +48,7 @@ from lwap.errors import ConfigError
 from lwap.hidden_state_norm import NormalizeHiddenStates
 from lwap.layer_mean import LayerMean
 from lwap.layerwise_attention import LayerwiseAttentionPooling
+from lwap.portable import shipped_class_of
 from lwap.training_only_mlp import TrainingOnlyMLP
 
 # pre-LayerNorm backbones (lwap.model.PRE_LAYER_NORM_TYPES): the model's final LayerNorm, by attribute
@@ -229,6 +230,11 @@ DEPTH_RULES: dict[type, DepthRule] = {
 def depth_rule(module: nn.Module) -> DepthRule:
     """The rule of `module`'s class (ConfigError for a class lwap has none for)."""
     rule = next((DEPTH_RULES[c] for c in type(module).__mro__ if c in DEPTH_RULES), None)
+    if rule is None and shipped_class_of(type(module)) is not None:
+        raise ConfigError(
+            f"depth: this {type(module).__name__} is a saved folder's own copy of lwap's class (a "
+            "model loaded by SentenceTransformer(..., trust_remote_code=True)): load it with lwap.load_model"
+        )
     if rule is None:
         raise ConfigError(f"depth: lwap does not know how {type(module).__name__} reads a shallower backbone")
     return rule

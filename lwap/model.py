@@ -234,12 +234,13 @@ def check_model_folder(path: Path, *, trust_remote_code: bool = False) -> dict[s
 def find_lwap(model: SentenceTransformer) -> LayerwiseAttentionPooling | None:
     """The model's LWAP module, if it has one (for reading its layer-attention weights): lwap's class, or the
     copy of its code a saved folder carries, which plain `SentenceTransformer(folder, trust_remote_code=True)`
-    imports as a class of its own (`transformers_modules.<folder>.layerwise_attention`)."""
-    return next((m for m in model if _is_lwap(type(m))), None)
-
-
-def _is_lwap(cls: type) -> bool:
-    folder_copy = cls.__module__.rpartition(".")[2] == LayerwiseAttentionPooling.__module__.rpartition(".")[2]
-    return issubclass(cls, LayerwiseAttentionPooling) or (
-        folder_copy and cls.__name__ == LayerwiseAttentionPooling.__name__
+    loads (lwap.portable.shipped_class_of)."""
+    return next(
+        (
+            m
+            for m in model
+            if isinstance(m, LayerwiseAttentionPooling)
+            or portable.shipped_class_of(type(m)) is LayerwiseAttentionPooling
+        ),
+        None,
     )

@@ -65,6 +65,15 @@ def folder_type(cls: type) -> str:
 FOLDER_TYPES: dict[str, type] = {folder_type(cls): cls for cls in MODULE_CLASSES}
 
 
+def shipped_class_of(cls: type) -> type | None:
+    """The lwap class of which `cls` is a saved folder's copy, or None: plain `SentenceTransformer(folder,
+    trust_remote_code=True)` imports the folder's own `<file>.py` as a class of its own
+    (`transformers_modules.<folder>.<file>.<Class>`), which lwap's isinstance checks do not recognise."""
+    if not cls.__module__.startswith("transformers_modules."):
+        return None
+    return FOLDER_TYPES.get(f"{cls.__module__.rpartition('.')[2]}.{cls.__name__}")
+
+
 def make_self_contained(folder: Path) -> None:
     """Name the lwap modules in `folder`'s modules.json by their file in the folder (`<file>.<Class>`).
 

@@ -171,6 +171,26 @@ def test_poolers_that_cannot_be_read_at_depth_k_are_refused(
     check_depth(model, 4)  # the full depth always reads
 
 
+def test_a_folder_loaded_by_plain_sentence_transformers_is_sent_to_load_model(
+    bert4: Path, tmp_path: Path
+) -> None:
+    """Its module is the folder's own copy of lwap's class: named as such, with the load that truncates."""
+    from sentence_transformers import SentenceTransformer
+
+    from lwap.layerwise_attention import LayerwiseAttentionPooling
+    from lwap.portable import shipped_class_of
+
+    build_model(str(bert4), "lwap").save(str(tmp_path / "m"))
+    plain = SentenceTransformer(str(tmp_path / "m"), trust_remote_code=True)
+    assert shipped_class_of(type(plain[1])) is LayerwiseAttentionPooling is not type(plain[1])
+    assert shipped_class_of(LayerwiseAttentionPooling) is None  # lwap's own class is no copy
+    with pytest.raises(
+        ConfigError, match=r"folder's own copy of lwap's class .* load it with lwap\.load_model"
+    ):
+        truncate_model(plain, 2)
+    assert truncate_model(load_model(tmp_path / "m"), 2)[-1].num_hidden_states == 3  # levels 0..2
+
+
 def test_every_module_class_a_pooler_places_has_a_depth_rule() -> None:
     for path in registry.MODULES:
         assert any(cls in DEPTH_RULES for cls in registry.module_class(path).__mro__), path
