@@ -191,9 +191,9 @@ def evaluate_model(
     say = log or (lambda message: None)
     caution = warn or (lambda message: warnings.warn(message, UserWarning, stacklevel=3))
     _check_options(variant, aggregation, batch_size, precision, bootstrap, max_seq_length)
-    problem = None if pairs_column_names is None else column_names_problem(pairs_column_names)
+    problem = column_names_problem(pairs_column_names)
     if problem is not None:
-        raise ConfigError(f"--pairs-column-names {problem}, got {list(pairs_column_names)!r}")
+        raise ConfigError(f"--pairs-column-names {problem}, got {list(pairs_column_names or ())!r}")
     if pair_scores and (output_dir is None or use_mteb):
         raise ConfigError("pair scores are written by lwap's own scorer into the output folder: give an "
                           "output folder (--output DIR) and leave out --mteb")

@@ -230,14 +230,14 @@ DEPTH_RULES: dict[type, DepthRule] = {
 def depth_rule(module: nn.Module) -> DepthRule:
     """The rule of `module`'s class (ConfigError for a class lwap has none for)."""
     rule = next((DEPTH_RULES[c] for c in type(module).__mro__ if c in DEPTH_RULES), None)
-    if rule is None and shipped_class_of(type(module)) is not None:
+    if rule is not None:
+        return rule
+    if shipped_class_of(type(module)) is not None:
         raise ConfigError(
             f"depth: this {type(module).__name__} is a saved folder's own copy of lwap's class (a "
             "model loaded by SentenceTransformer(..., trust_remote_code=True)): load it with lwap.load_model"
         )
-    if rule is None:
-        raise ConfigError(f"depth: lwap does not know how {type(module).__name__} reads a shallower backbone")
-    return rule
+    raise ConfigError(f"depth: lwap does not know how {type(module).__name__} reads a shallower backbone")
 
 
 def depth_view(module: nn.Module, full: int, depth: int) -> Step:

@@ -13,6 +13,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+# processes a test runs side by side (each mostly importing torch): 2 to 4, by the cores there are
+SIDE_BY_SIDE = max(2, min(4, os.cpu_count() or 1))
 SENTENCES = [
     "A man is playing a guitar.",
     "The quick brown fox jumps over the lazy dog near the river bank this morning.",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SENTENCES
+from conftest import REPO, SENTENCES, SIDE_BY_SIDE
 from hostile import CRAFTS, MARKER, SAYS
 
 from lwap.errors import BackboneNotFoundError, ConfigError, LwapError, ModelLoadError
@@ -307,7 +307,7 @@ def test_every_command_refuses_with_stdin_closed(craft: str, tiny_lwap: Path, tm
             timeout=300,
         )
 
-    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool:  # each its own output
+    with ThreadPoolExecutor(max_workers=SIDE_BY_SIDE) as pool:  # each its own output
         outcomes = dict(zip(commands, pool.map(run, commands.values()), strict=True))
     for command, done in outcomes.items():
         lines = [line for line in done.stderr.splitlines() if line.strip()]

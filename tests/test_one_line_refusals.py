@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, SENTENCES
+from conftest import REPO, SENTENCES, SIDE_BY_SIDE
 
 from lwap.cli import main
 
@@ -36,9 +36,8 @@ BAD_JSON = rf"row\.jsonl:{GOOD_ROWS + 1}: not valid JSON"
 
 @dataclass(frozen=True)
 class Case:
-    argv: tuple[
-        str, ...
-    ]  # after `lwap`; {w} is the world folder, {o} the case's own (for what it would write)
+    # after `lwap`; {w} is the world folder, {o} the case's own (for what it would write)
+    argv: tuple[str, ...]
     says: str  # a regex the one line must match
 
 
@@ -237,7 +236,7 @@ def outcomes(
         return Outcome(done, {k: v for k, v in listing(own).items() if not k.startswith("datasets")})
 
     before = listing(world)
-    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=SIDE_BY_SIDE) as pool:
         ran = pool.map(outcome, range(len(selected)), selected)
         cases = dict(zip(selected, ran, strict=True))
     return Outcomes(cases, before, listing(world))

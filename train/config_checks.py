@@ -189,7 +189,7 @@ def _check_columns(c: TrainConfig, source: str) -> None:
 
 def _check_column_names(names: list[str] | None, key: str, source: str) -> None:
     """A headerless table's column names: null, or names (none empty, none twice) in the file's order."""
-    problem = None if names is None else column_names_problem(names)
+    problem = column_names_problem(names)
     if problem is not None:
         raise ConfigError(f"{source}: {key} {problem} (null: the file has a header row), got {names!r}")
 

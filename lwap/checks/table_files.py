@@ -43,9 +43,12 @@ def named_header(
     return names
 
 
-def column_names_problem(names: list[str] | tuple[str, ...]) -> str | None:
+def column_names_problem(names: list[str] | tuple[str, ...] | None) -> str | None:
     """What is wrong with the names given for a headerless file's columns (none, an empty one, one twice),
-    or None: the one rule behind data.column_names, eval.dev_column_names and --pairs-column-names."""
+    or None (also for no names: the file has a header row): the one rule behind data.column_names,
+    eval.dev_column_names and --pairs-column-names."""
+    if names is None:
+        return None
     if not names or not all(name.strip() for name in names):
         return "must list the file's columns in order (names, none empty)"
     if len(set(names)) != len(names):
